@@ -1,0 +1,99 @@
+package cloudscale
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+)
+
+// Emulator is an emulated cloudscale.ch account. It is an http.Handler: mount
+// it on any server, or use Start to listen on an address.
+type Emulator struct {
+	cfg     Config
+	harness *harness.Harness
+	now     func() time.Time
+
+	mu    sync.Mutex
+	world *world
+}
+
+// New builds an emulator, loading its state file if there is one.
+func New(cfg Config) (*Emulator, error) {
+	e := &Emulator{cfg: cfg, now: cfg.Clock, world: newWorld()}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if cfg.ActionTime == 0 {
+		e.cfg.ActionTime = cfg.BootTime
+	}
+	if cfg.StateFile != "" {
+		w, err := loadState(cfg.StateFile)
+		if err != nil {
+			return nil, err
+		}
+		if w != nil {
+			e.world = w
+		}
+	}
+	if len(e.world.CustomImages) == 0 {
+		seeds := cfg.CustomImages
+		if seeds == nil {
+			seeds = DefaultCustomImages
+		}
+		for _, s := range seeds {
+			e.seedCustomImage(s)
+		}
+	}
+	mux := http.NewServeMux()
+	e.routes(mux)
+	h, err := harness.New(mux, harness.Options{
+		Cloud: "cloudscale",
+		Seed:  cfg.Seed,
+		Rules: cfg.Faults,
+		ErrorBody: func(_ int, msg string) any {
+			return map[string]string{"detail": msg}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fault rules: %w", err)
+	}
+	e.harness = h
+	return e, nil
+}
+
+// Harness gives access to fault injection and request counters.
+func (e *Emulator) Harness() *harness.Harness { return e.harness }
+
+func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.harness.ServeHTTP(w, r) }
+
+// Start serves the emulator on addr ("127.0.0.1:0" picks a free port) until
+// ctx ends, and returns its base URL.
+func (e *Emulator) Start(ctx context.Context, addr string) (string, <-chan error, error) {
+	return harness.Serve(ctx, addr, e)
+}
+
+// view runs fn on the settled world under the lock, for in-process readers
+// such as tests and the boot simulation.
+func (e *Emulator) view(fn func(w *world)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.world.settle(e.now())
+	fn(e.world)
+}
+
+func (e *Emulator) nextID() (string, int64) {
+	e.world.Seq++
+	return newUUID(), e.world.Seq
+}
+
+func (e *Emulator) newMeta(tags map[string]string) meta {
+	id, seq := e.nextID()
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	return meta{UUID: id, Seq: seq, Tags: tags, CreatedAt: e.now().UTC().Truncate(time.Microsecond)}
+}

@@ -1,0 +1,131 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Rule is one fault-injection rule. A rule applies to the requests its Route
+// selects; a request is matched against every rule, in order.
+type Rule struct {
+	// Route selects requests by method and route pattern, written as the
+	// request counters list them ("POST /v1/servers",
+	// "GET /v1/servers/{uuid}"). Either half may be "*": "POST *" is every
+	// POST, "*" alone is every request.
+	Route string `json:"route"`
+
+	// Latency is added before the request is handled.
+	Latency Duration `json:"latency,omitempty"`
+
+	// ErrorRate is the probability (0..1) that the request fails with
+	// ErrorStatus without being handled at all.
+	ErrorRate float64 `json:"errorRate,omitempty"`
+	// ErrorStatus is the status of injected errors: 500, 502, 503 or 429.
+	// Defaults to 503.
+	ErrorStatus int `json:"errorStatus,omitempty"`
+	// RetryAfterSeconds is sent as Retry-After with injected 429s (default 1).
+	RetryAfterSeconds int `json:"retryAfterSeconds,omitempty"`
+
+	// LostResponseRate is the probability (0..1) that the request is handled
+	// and its effect committed, but the client never sees the answer: it gets
+	// LostResponseStatus instead, or, when that is 0, a dropped connection.
+	LostResponseRate   float64 `json:"lostResponseRate,omitempty"`
+	LostResponseStatus int     `json:"lostResponseStatus,omitempty"`
+
+	// Times limits how often the rule fires; 0 means without limit. A spent
+	// rule stays listed, so tests can read Fired, but matches nothing.
+	Times int `json:"times,omitempty"`
+	// Fired counts how often the rule has fired (read-only).
+	Fired int `json:"fired"`
+}
+
+// Duration is a time.Duration written as "300ms" in JSON.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"300ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Validate reports the first thing wrong with r.
+func (r *Rule) Validate() error {
+	if r.Route == "" {
+		return fmt.Errorf("route is required (e.g. %q or %q)", "POST /v1/servers", "*")
+	}
+	for name, p := range map[string]float64{"errorRate": r.ErrorRate, "lostResponseRate": r.LostResponseRate} {
+		if p < 0 || p > 1 {
+			return fmt.Errorf("%s must be between 0 and 1, got %v", name, p)
+		}
+	}
+	switch r.ErrorStatus {
+	case 0, 429, 500, 502, 503, 504:
+	default:
+		return fmt.Errorf("errorStatus must be one of 429, 500, 502, 503, 504, got %d", r.ErrorStatus)
+	}
+	if r.LostResponseStatus != 0 && r.LostResponseStatus < 500 {
+		return fmt.Errorf("lostResponseStatus must be 0 (drop the connection) or a 5xx status, got %d", r.LostResponseStatus)
+	}
+	if r.Latency < 0 || r.Times < 0 || r.RetryAfterSeconds < 0 {
+		return fmt.Errorf("latency, times and retryAfterSeconds must not be negative")
+	}
+	return nil
+}
+
+func (r *Rule) matches(method, route string) bool {
+	if r.Times > 0 && r.Fired >= r.Times {
+		return false
+	}
+	if r.Route == "*" {
+		return true
+	}
+	wantMethod, wantPath, ok := strings.Cut(r.Route, " ")
+	if !ok {
+		return false
+	}
+	_, path, _ := strings.Cut(route, " ")
+	return (wantMethod == "*" || wantMethod == method) && (wantPath == "*" || wantPath == path)
+}
+
+// ParseRule reads a rule from its command-line form: comma-separated
+// key=value pairs, e.g.
+//
+//	route=POST /v1/servers,lostResponseRate=1,times=1
+func ParseRule(s string) (Rule, error) {
+	fields := map[string]any{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return Rule{}, fmt.Errorf("fault %q: %q is not key=value", s, kv)
+		}
+		k = strings.TrimSpace(k)
+		switch k {
+		case "route", "latency":
+			fields[k] = v
+		default:
+			fields[k] = json.RawMessage(v)
+		}
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return Rule{}, err
+	}
+	var r Rule
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return Rule{}, fmt.Errorf("fault %q: %w", s, err)
+	}
+	return r, r.Validate()
+}
