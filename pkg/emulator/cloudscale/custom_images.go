@@ -164,7 +164,9 @@ func (e *Emulator) createImport(c *call) reply {
 		img.Slug = strings.ToLower(strings.ReplaceAll(req.Name, " ", "-"))
 	}
 	e.world.CustomImages[img.UUID] = img
+	// The real API gives an import the UUID of the image it makes.
 	imp := &customImageImport{meta: e.newMeta(tagsOrEmpty(req.Tags)), URL: req.URL, CustomImage: img.UUID, Status: "success"}
+	imp.UUID = img.UUID
 	if e.cfg.BootTime > 0 {
 		imp.Status, imp.Pending = "in_progress", &pending{To: "success", At: c.now.Add(e.cfg.BootTime)}
 	}

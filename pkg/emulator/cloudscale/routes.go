@@ -1,6 +1,9 @@
 package cloudscale
 
-import "net/http"
+import (
+	"fmt"
+	"net/http"
+)
 
 func (e *Emulator) routes(mux *http.ServeMux) {
 	h := func(pattern string, fn handler) { e.handle(mux, pattern, fn) }
@@ -66,6 +69,18 @@ func (e *Emulator) routes(mux *http.ServeMux) {
 	for _, kind := range []string{"objects-users", "load-balancers", "load-balancers/pools", "load-balancers/listeners", "load-balancers/health-monitors"} {
 		h("GET /v1/"+kind, func(*call) reply { return ok([]any{}) })
 	}
+	// Anything else gets the real API's JSON answer, not net/http's text.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, p := mux.Handler(probe); p != "/" && m != r.Method {
+				writeReply(w, detail(http.StatusMethodNotAllowed, fmt.Sprintf("Method %q not allowed.", r.Method)))
+				return
+			}
+		}
+		writeReply(w, notFound())
+	})
 }
 
 func (e *Emulator) listRegions(*call) reply {

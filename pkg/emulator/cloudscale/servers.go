@@ -53,6 +53,9 @@ func (e *Emulator) createServer(c *call) reply {
 	if r := checkFlavor(req.Flavor, req.Zone); r != nil {
 		return *r
 	}
+	if img := w.CustomImages[req.Image]; img != nil {
+		req.Image = "custom:" + img.Slug
+	}
 	minGB, r := e.checkImage(req.Image, req.Zone)
 	if r != nil {
 		return *r

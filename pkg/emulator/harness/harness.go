@@ -218,7 +218,10 @@ func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_, pattern := h.api.Handler(r)
 	if pattern == "" {
-		pattern = r.Method + " (unmatched)"
+		pattern = "(unmatched)"
+	}
+	if !strings.Contains(pattern, " ") {
+		pattern = r.Method + " " + pattern
 	}
 	h.requests.WithLabelValues(r.Method, pattern).Inc()
 	d := h.decide(r.Method, pattern)
