@@ -46,17 +46,42 @@ lint: staticcheck
 	$(GO) vet ./...
 	$(BIN_DIR)/staticcheck ./...
 
+.PHONY: build
+build: $(BIN_DIR)/machine-api-provider
+
+# Always handed to go build, which knows best whether anything changed.
+.PHONY: $(BIN_DIR)/machine-api-provider
+$(BIN_DIR)/machine-api-provider:
+	$(GO) build -o $@ ./cmd/machine-api-provider
+
+# The official cloudscale.ch SDK's own integration tests against the emulator
+# (test/conformance lists which of them must pass, and why the others can't).
 .PHONY: test-conformance
 test-conformance:
-	@echo "TODO: test-conformance" # TODO
+	$(GO) test -count=1 -timeout=30m -v -run TestCloudscaleSDKIntegrationSuite ./test/conformance/
 
-.PHONY: demo
-demo:
-	@echo "TODO: demo" # TODO
+# Unit and envtest tests only, without the SDK suite: seconds, not minutes.
+.PHONY: test-short
+test-short: tools
+	KUBEBUILDER_ASSETS=$(BIN_DIR) KUBE_VERSION=$(KUBE_VERSION) \
+		$(GO) test -short $(GO_TEST_FLAGS) ./...
 
+# The emulator in the foreground, for development: export the URL it prints.
+EMULATOR_LISTEN ?= 127.0.0.1:8282
+EMULATOR_FLAGS  ?= --boot-time 3s
 .PHONY: emulator
-emulator:
-	@echo "TODO: emulator" # TODO
+emulator: build
+	$(BIN_DIR)/machine-api-provider emulator cloudscale --listen $(EMULATOR_LISTEN) $(EMULATOR_FLAGS)
+
+# Until the autoscaling demo lands (the local control plane, the manager and
+# the cluster-autoscaler), the demo is the product's embedded default cloud.
+.PHONY: demo
+demo: build
+	@echo "make demo: the full autoscaling demo is not built yet; starting the cloudscale.ch emulator,"
+	@echo "the cloud every part of this project runs on by default. Try, in another shell:"
+	@echo "  curl -s -H 'Authorization: Bearer demo' http://$(EMULATOR_LISTEN)/v1/flavors"
+	@echo "Ctrl-C stops it."
+	$(BIN_DIR)/machine-api-provider emulator cloudscale --listen $(EMULATOR_LISTEN) $(EMULATOR_FLAGS)
 
 .PHONY: clean
 clean:

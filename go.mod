@@ -3,6 +3,7 @@ module github.com/appuio/machine-api-provider
 go 1.26.0
 
 require (
+	github.com/cloudscale-ch/cloudscale-go-sdk/v8 v8.0.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/spf13/cobra v1.10.1
 	k8s.io/api v0.34.4
@@ -13,6 +14,7 @@ require (
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/emicklei/go-restful/v3 v3.12.2 // indirect
