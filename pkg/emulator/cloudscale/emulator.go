@@ -30,16 +30,19 @@ func New(cfg Config) (*Emulator, error) {
 	if cfg.ActionTime == 0 {
 		e.cfg.ActionTime = cfg.BootTime
 	}
+	loaded := false
 	if cfg.StateFile != "" {
 		w, err := loadState(cfg.StateFile)
 		if err != nil {
 			return nil, err
 		}
 		if w != nil {
-			e.world = w
+			e.world, loaded = w, true
 		}
 	}
-	if len(e.world.CustomImages) == 0 {
+	// Seed a new world only: a saved one already holds its custom images,
+	// and one whose images were deleted must stay without.
+	if !loaded {
 		seeds := cfg.CustomImages
 		if seeds == nil {
 			seeds = DefaultCustomImages
@@ -74,15 +77,6 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.harness
 // ctx ends, and returns its base URL.
 func (e *Emulator) Start(ctx context.Context, addr string) (string, <-chan error, error) {
 	return harness.Serve(ctx, addr, e)
-}
-
-// view runs fn on the settled world under the lock, for in-process readers
-// such as tests and the boot simulation.
-func (e *Emulator) view(fn func(w *world)) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.world.settle(e.now())
-	fn(e.world)
 }
 
 func (e *Emulator) nextID() (string, int64) {

@@ -54,10 +54,15 @@ type env struct {
 	ctx    context.Context
 }
 
-// newEnv starts an emulator with cfg; a nil cfg.Clock gets a fake clock.
+// newEnv starts an emulator with cfg and a fake clock of its own.
 func newEnv(t *testing.T, cfg emu.Config) *env {
 	t.Helper()
-	clock := newFakeClock()
+	return newEnvClock(t, cfg, newFakeClock())
+}
+
+// newEnvClock is newEnv with a clock shared with other emulators.
+func newEnvClock(t *testing.T, cfg emu.Config, clock *fakeClock) *env {
+	t.Helper()
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Now
 	}

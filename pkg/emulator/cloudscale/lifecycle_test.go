@@ -1,6 +1,7 @@
 package cloudscale_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -127,8 +128,11 @@ func TestServerWaitForWithFakeClock(t *testing.T) {
 	v := newEnv(t, emu.Config{BootTime: time.Minute})
 	s := v.createServer(serverReq("waiting"))
 	v.clock.Advance(time.Minute)
-	// The SDK's own polling helper sees the change on its first look.
-	got, err := v.client.Servers.WaitFor(v.ctx, s.UUID, cloudscale.ServerIsRunning)
+	// The SDK's own polling helper sees the change on its first look; the
+	// deadline keeps a regression from polling for the SDK's 5 minutes.
+	ctx, cancel := context.WithTimeout(v.ctx, time.Second)
+	defer cancel()
+	got, err := v.client.Servers.WaitFor(ctx, s.UUID, cloudscale.ServerIsRunning)
 	if err != nil {
 		t.Fatalf("WaitFor: %v", err)
 	}

@@ -64,6 +64,9 @@ func (r *Rule) Validate() error {
 	if r.Route == "" {
 		return fmt.Errorf("route is required (e.g. %q or %q)", "POST /v1/servers", "*")
 	}
+	if method, path, ok := strings.Cut(r.Route, " "); r.Route != "*" && (!ok || method == "" || path == "") {
+		return fmt.Errorf("route %q must be \"METHOD /pattern\" (either half may be *) or \"*\"", r.Route)
+	}
 	for name, p := range map[string]float64{"errorRate": r.ErrorRate, "lostResponseRate": r.LostResponseRate} {
 		if p < 0 || p > 1 {
 			return fmt.Errorf("%s must be between 0 and 1, got %v", name, p)
