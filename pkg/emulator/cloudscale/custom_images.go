@@ -27,15 +27,7 @@ func (w *world) customImageBySlug(slug string) *customImage {
 }
 
 func (e *Emulator) listCustomImages(c *call) reply {
-	return list(c, e.world.CustomImages, func(i *customImage) string { return i.Name }, func(i *customImage) any { return e.renderCustomImage(c, i) })
-}
-
-func (e *Emulator) getCustomImage(c *call) reply {
-	img := e.world.CustomImages[c.r.PathValue("uuid")]
-	if img == nil {
-		return notFound()
-	}
-	return ok(e.renderCustomImage(c, img))
+	return list(c, e.world.CustomImages, func(i *customImage) string { return i.Name }, e.renderCustomImage)
 }
 
 type customImageRequest struct {
@@ -54,9 +46,9 @@ func checkUserDataHandling(h string) *reply {
 }
 
 func (e *Emulator) updateCustomImage(c *call) reply {
-	img := e.world.CustomImages[c.r.PathValue("uuid")]
-	if img == nil {
-		return notFound()
+	img, r := find(c, e.world.CustomImages)
+	if r != nil {
+		return *r
 	}
 	var req customImageRequest
 	set, r := c.patch(&req, false)
@@ -85,16 +77,14 @@ func (e *Emulator) updateCustomImage(c *call) reply {
 	if set["user_data_handling"] {
 		img.UserDataHandling = req.UserDataHandling
 	}
-	if req.Tags != nil {
-		img.Tags = tagsOrEmpty(req.Tags)
-	}
+	img.setTags(req.Tags)
 	return noContent
 }
 
 func (e *Emulator) deleteCustomImage(c *call) reply {
-	img := e.world.CustomImages[c.r.PathValue("uuid")]
-	if img == nil {
-		return notFound()
+	img, r := find(c, e.world.CustomImages)
+	if r != nil {
+		return *r
 	}
 	delete(e.world.CustomImages, img.UUID)
 	return noContent
@@ -175,15 +165,7 @@ func (e *Emulator) createImport(c *call) reply {
 }
 
 func (e *Emulator) listImports(c *call) reply {
-	return list(c, e.world.Imports, func(*customImageImport) string { return "" }, func(i *customImageImport) any { return e.renderImport(c, i) })
-}
-
-func (e *Emulator) getImport(c *call) reply {
-	imp := e.world.Imports[c.r.PathValue("uuid")]
-	if imp == nil {
-		return notFound()
-	}
-	return ok(e.renderImport(c, imp))
+	return list(c, e.world.Imports, func(*customImageImport) string { return "" }, e.renderImport)
 }
 
 func (e *Emulator) renderImport(c *call, imp *customImageImport) map[string]any {

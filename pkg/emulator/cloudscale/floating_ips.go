@@ -106,21 +106,13 @@ func (w *world) floatingIPByNetwork(network string) *floatingIP {
 }
 
 func (e *Emulator) listFloatingIPs(c *call) reply {
-	return list(c, e.world.FloatingIPs, func(*floatingIP) string { return "" }, func(f *floatingIP) any { return e.renderFloatingIP(c, f) })
-}
-
-func (e *Emulator) getFloatingIP(c *call) reply {
-	f := e.world.FloatingIPs[c.r.PathValue("ip")]
-	if f == nil {
-		return notFound()
-	}
-	return ok(e.renderFloatingIP(c, f))
+	return list(c, e.world.FloatingIPs, func(*floatingIP) string { return "" }, e.renderFloatingIP)
 }
 
 func (e *Emulator) updateFloatingIP(c *call) reply {
-	f := e.world.FloatingIPs[c.r.PathValue("ip")]
-	if f == nil {
-		return notFound()
+	f, r := find(c, e.world.FloatingIPs)
+	if r != nil {
+		return *r
 	}
 	var req floatingIPRequest
 	set, r := c.patch(&req, false)
@@ -139,9 +131,7 @@ func (e *Emulator) updateFloatingIP(c *call) reply {
 	if set["reverse_ptr"] {
 		f.ReversePtr = req.ReversePtr
 	}
-	if req.Tags != nil {
-		f.Tags = tagsOrEmpty(req.Tags)
-	}
+	f.setTags(req.Tags)
 	return noContent
 }
 

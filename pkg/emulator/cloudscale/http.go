@@ -202,14 +202,51 @@ func (c *call) matchesQuery(m *meta, name string) bool {
 }
 
 // list renders the resources of m that pass the query's filters.
-func list[T resource](c *call, m map[string]T, name func(T) string, render func(T) any) reply {
+func list[T resource, R any](c *call, m map[string]T, name func(T) string, render func(*call, T) R) reply {
 	out := []any{}
 	for _, v := range sorted(m) {
 		if c.matchesQuery(v.base(), name(v)) {
-			out = append(out, render(v))
+			out = append(out, render(c, v))
 		}
 	}
 	return ok(out)
+}
+
+// id is the resource the request's path names: {uuid}, or {ip} for
+// floating IPs.
+func (c *call) id() string {
+	if id := c.r.PathValue("uuid"); id != "" {
+		return id
+	}
+	return c.r.PathValue("ip")
+}
+
+// find looks up the resource the path names; the reply is the real API's 404
+// when there is none.
+func find[T resource](c *call, m map[string]T) (T, *reply) {
+	v, found := m[c.id()]
+	if !found {
+		r := notFound()
+		return v, &r
+	}
+	return v, nil
+}
+
+// get answers GET of one resource.
+func get[T resource, R any](c *call, m map[string]T, render func(*call, T) R) reply {
+	v, r := find(c, m)
+	if r != nil {
+		return *r
+	}
+	return ok(render(c, v))
+}
+
+// setTags replaces the tags when the request gave some: PATCH of tags
+// replaces the whole map, as on the real API.
+func (m *meta) setTags(t *map[string]string) {
+	if t != nil {
+		m.Tags = tagsOrEmpty(t)
+	}
 }
 
 func (c *call) href(kind, id string) string { return c.base + "v1/" + kind + "/" + id }

@@ -54,21 +54,13 @@ func checkMTU(mtu int) *reply {
 }
 
 func (e *Emulator) listNetworks(c *call) reply {
-	return list(c, e.world.Networks, func(n *network) string { return n.Name }, func(n *network) any { return e.renderNetwork(c, n) })
-}
-
-func (e *Emulator) getNetwork(c *call) reply {
-	n := e.world.Networks[c.r.PathValue("uuid")]
-	if n == nil {
-		return notFound()
-	}
-	return ok(e.renderNetwork(c, n))
+	return list(c, e.world.Networks, func(n *network) string { return n.Name }, e.renderNetwork)
 }
 
 func (e *Emulator) updateNetwork(c *call) reply {
-	n := e.world.Networks[c.r.PathValue("uuid")]
-	if n == nil {
-		return notFound()
+	n, r := find(c, e.world.Networks)
+	if r != nil {
+		return *r
 	}
 	var req networkRequest
 	set, r := c.patch(&req, false)
@@ -89,17 +81,15 @@ func (e *Emulator) updateNetwork(c *call) reply {
 	if set["mtu"] {
 		n.MTU = req.MTU
 	}
-	if req.Tags != nil {
-		n.Tags = tagsOrEmpty(req.Tags)
-	}
+	n.setTags(req.Tags)
 	return noContent
 }
 
 func (e *Emulator) deleteNetwork(c *call) reply {
 	w := e.world
-	n := w.Networks[c.r.PathValue("uuid")]
-	if n == nil {
-		return notFound()
+	n, r := find(c, w.Networks)
+	if r != nil {
+		return *r
 	}
 	for _, s := range w.Servers {
 		for _, i := range s.Interfaces {
@@ -222,21 +212,13 @@ func dnsServers(fields map[string]json.RawMessage, current []string) ([]string, 
 }
 
 func (e *Emulator) listSubnets(c *call) reply {
-	return list(c, e.world.Subnets, func(*subnet) string { return "" }, func(sn *subnet) any { return e.renderSubnet(c, sn) })
-}
-
-func (e *Emulator) getSubnet(c *call) reply {
-	sn := e.world.Subnets[c.r.PathValue("uuid")]
-	if sn == nil {
-		return notFound()
-	}
-	return ok(e.renderSubnet(c, sn))
+	return list(c, e.world.Subnets, func(*subnet) string { return "" }, e.renderSubnet)
 }
 
 func (e *Emulator) updateSubnet(c *call) reply {
-	sn := e.world.Subnets[c.r.PathValue("uuid")]
-	if sn == nil {
-		return notFound()
+	sn, r := find(c, e.world.Subnets)
+	if r != nil {
+		return *r
 	}
 	body, fields, r := c.fields()
 	if r != nil {
@@ -265,17 +247,15 @@ func (e *Emulator) updateSubnet(c *call) reply {
 		sn.Gateway = req.GatewayAddress
 	}
 	sn.DNSServers = dns
-	if req.Tags != nil {
-		sn.Tags = tagsOrEmpty(req.Tags)
-	}
+	sn.setTags(req.Tags)
 	return noContent
 }
 
 func (e *Emulator) deleteSubnet(c *call) reply {
 	w := e.world
-	sn := w.Subnets[c.r.PathValue("uuid")]
-	if sn == nil {
-		return notFound()
+	sn, r := find(c, w.Subnets)
+	if r != nil {
+		return *r
 	}
 	for key := range w.takenAddresses("") {
 		if len(key) > len(sn.UUID) && key[:len(sn.UUID)] == sn.UUID {

@@ -11,58 +11,34 @@ func (e *Emulator) routes(mux *http.ServeMux) {
 	h("GET /v1/regions", e.listRegions)
 	h("GET /v1/flavors", e.listFlavors)
 
-	h("GET /v1/servers", e.listServers)
-	h("POST /v1/servers", e.createServer)
-	h("GET /v1/servers/{uuid}", e.getServer)
-	h("PATCH /v1/servers/{uuid}", e.updateServer)
-	h("DELETE /v1/servers/{uuid}", e.deleteServer)
-	h("POST /v1/servers/{uuid}/start", e.serverAction("start"))
-	h("POST /v1/servers/{uuid}/stop", e.serverAction("stop"))
-	h("POST /v1/servers/{uuid}/reboot", e.serverAction("reboot"))
-
-	h("GET /v1/server-groups", e.listServerGroups)
-	h("POST /v1/server-groups", e.createServerGroup)
-	h("GET /v1/server-groups/{uuid}", e.getServerGroup)
-	h("PATCH /v1/server-groups/{uuid}", e.updateServerGroup)
-	h("DELETE /v1/server-groups/{uuid}", e.deleteServerGroup)
-
-	h("GET /v1/volumes", e.listVolumes)
-	h("POST /v1/volumes", e.createVolume)
-	h("GET /v1/volumes/{uuid}", e.getVolume)
-	h("PATCH /v1/volumes/{uuid}", e.updateVolume)
-	h("DELETE /v1/volumes/{uuid}", e.deleteVolume)
-
-	h("GET /v1/volume-snapshots", e.listSnapshots)
-	h("POST /v1/volume-snapshots", e.createSnapshot)
-	h("GET /v1/volume-snapshots/{uuid}", e.getSnapshot)
-	h("PATCH /v1/volume-snapshots/{uuid}", e.updateSnapshot)
-	h("DELETE /v1/volume-snapshots/{uuid}", e.deleteSnapshot)
-
-	h("GET /v1/networks", e.listNetworks)
-	h("POST /v1/networks", e.createNetwork)
-	h("GET /v1/networks/{uuid}", e.getNetwork)
-	h("PATCH /v1/networks/{uuid}", e.updateNetwork)
-	h("DELETE /v1/networks/{uuid}", e.deleteNetwork)
-
-	h("GET /v1/subnets", e.listSubnets)
-	h("POST /v1/subnets", e.createSubnet)
-	h("GET /v1/subnets/{uuid}", e.getSubnet)
-	h("PATCH /v1/subnets/{uuid}", e.updateSubnet)
-	h("DELETE /v1/subnets/{uuid}", e.deleteSubnet)
-
-	h("GET /v1/floating-ips", e.listFloatingIPs)
-	h("POST /v1/floating-ips", e.createFloatingIP)
-	h("GET /v1/floating-ips/{ip}", e.getFloatingIP)
-	h("PATCH /v1/floating-ips/{ip}", e.updateFloatingIP)
-	h("DELETE /v1/floating-ips/{ip}", e.deleteFloatingIP)
-
-	h("GET /v1/custom-images", e.listCustomImages)
-	h("GET /v1/custom-images/{uuid}", e.getCustomImage)
-	h("PATCH /v1/custom-images/{uuid}", e.updateCustomImage)
-	h("DELETE /v1/custom-images/{uuid}", e.deleteCustomImage)
-	h("GET /v1/custom-images/import", e.listImports)
-	h("POST /v1/custom-images/import", e.createImport)
-	h("GET /v1/custom-images/import/{uuid}", e.getImport)
+	// The collections; nil handlers are routes the real API does not have.
+	for _, r := range []struct {
+		path, id                    string
+		list, create, get, upd, del handler
+	}{
+		{"servers", "uuid", e.listServers, e.createServer, getter(e, func(w *world) map[string]*server { return w.Servers }, e.renderServer), e.updateServer, e.deleteServer},
+		{"server-groups", "uuid", e.listServerGroups, e.createServerGroup, getter(e, func(w *world) map[string]*serverGroup { return w.ServerGroups }, e.renderServerGroup), e.updateServerGroup, e.deleteServerGroup},
+		{"volumes", "uuid", e.listVolumes, e.createVolume, getter(e, func(w *world) map[string]*volume { return w.Volumes }, e.renderVolume), e.updateVolume, e.deleteVolume},
+		{"volume-snapshots", "uuid", e.listSnapshots, e.createSnapshot, getter(e, func(w *world) map[string]*snapshot { return w.Snapshots }, e.renderSnapshot), e.updateSnapshot, e.deleteSnapshot},
+		{"networks", "uuid", e.listNetworks, e.createNetwork, getter(e, func(w *world) map[string]*network { return w.Networks }, e.renderNetwork), e.updateNetwork, e.deleteNetwork},
+		{"subnets", "uuid", e.listSubnets, e.createSubnet, getter(e, func(w *world) map[string]*subnet { return w.Subnets }, e.renderSubnet), e.updateSubnet, e.deleteSubnet},
+		{"floating-ips", "ip", e.listFloatingIPs, e.createFloatingIP, getter(e, func(w *world) map[string]*floatingIP { return w.FloatingIPs }, e.renderFloatingIP), e.updateFloatingIP, e.deleteFloatingIP},
+		{"custom-images", "uuid", e.listCustomImages, nil, getter(e, func(w *world) map[string]*customImage { return w.CustomImages }, e.renderCustomImage), e.updateCustomImage, e.deleteCustomImage},
+		{"custom-images/import", "uuid", e.listImports, e.createImport, getter(e, func(w *world) map[string]*customImageImport { return w.Imports }, e.renderImport), nil, nil},
+	} {
+		item := "/v1/" + r.path + "/{" + r.id + "}"
+		for pattern, fn := range map[string]handler{
+			"GET /v1/" + r.path: r.list, "POST /v1/" + r.path: r.create,
+			"GET " + item: r.get, "PATCH " + item: r.upd, "DELETE " + item: r.del,
+		} {
+			if fn != nil {
+				h(pattern, fn)
+			}
+		}
+	}
+	for _, action := range []string{"start", "stop", "reboot"} {
+		h("POST /v1/servers/{uuid}/"+action, e.serverAction(action))
+	}
 
 	// Not emulated beyond an empty account, so that clients which list
 	// everything (the SDK's test suite does) see the real answer.
@@ -81,6 +57,12 @@ func (e *Emulator) routes(mux *http.ServeMux) {
 		}
 		writeReply(w, notFound())
 	})
+}
+
+// getter answers GET of one resource of the collection that of picks out
+// of the world at request time.
+func getter[T resource, R any](e *Emulator, of func(*world) map[string]T, render func(*call, T) R) handler {
+	return func(c *call) reply { return get(c, of(e.world), render) }
 }
 
 func (e *Emulator) listRegions(*call) reply {

@@ -38,21 +38,13 @@ func (e *Emulator) createServerGroup(c *call) reply {
 }
 
 func (e *Emulator) listServerGroups(c *call) reply {
-	return list(c, e.world.ServerGroups, func(g *serverGroup) string { return g.Name }, func(g *serverGroup) any { return e.renderServerGroup(c, g) })
-}
-
-func (e *Emulator) getServerGroup(c *call) reply {
-	g := e.world.ServerGroups[c.r.PathValue("uuid")]
-	if g == nil {
-		return notFound()
-	}
-	return ok(e.renderServerGroup(c, g))
+	return list(c, e.world.ServerGroups, func(g *serverGroup) string { return g.Name }, e.renderServerGroup)
 }
 
 func (e *Emulator) updateServerGroup(c *call) reply {
-	g := e.world.ServerGroups[c.r.PathValue("uuid")]
-	if g == nil {
-		return notFound()
+	g, r := find(c, e.world.ServerGroups)
+	if r != nil {
+		return *r
 	}
 	var req serverGroupRequest
 	set, r := c.patch(&req, false)
@@ -68,16 +60,14 @@ func (e *Emulator) updateServerGroup(c *call) reply {
 		}
 		g.Name = req.Name
 	}
-	if req.Tags != nil {
-		g.Tags = tagsOrEmpty(req.Tags)
-	}
+	g.setTags(req.Tags)
 	return noContent
 }
 
 func (e *Emulator) deleteServerGroup(c *call) reply {
-	g := e.world.ServerGroups[c.r.PathValue("uuid")]
-	if g == nil {
-		return notFound()
+	g, r := find(c, e.world.ServerGroups)
+	if r != nil {
+		return *r
 	}
 	if members := e.world.groupMembers(g.UUID); len(members) > 0 {
 		return detail(http.StatusBadRequest, "The server group still has servers; delete them first.")

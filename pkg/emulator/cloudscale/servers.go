@@ -190,15 +190,7 @@ func (e *Emulator) checkImage(slug, zone string) (int, *reply) {
 }
 
 func (e *Emulator) listServers(c *call) reply {
-	return list(c, e.world.Servers, func(s *server) string { return s.Name }, func(s *server) any { return e.renderServer(c, s) })
-}
-
-func (e *Emulator) getServer(c *call) reply {
-	s := e.world.Servers[c.r.PathValue("uuid")]
-	if s == nil {
-		return notFound()
-	}
-	return ok(e.renderServer(c, s))
+	return list(c, e.world.Servers, func(s *server) string { return s.Name }, e.renderServer)
 }
 
 type serverUpdate struct {
@@ -210,9 +202,9 @@ type serverUpdate struct {
 
 func (e *Emulator) updateServer(c *call) reply {
 	w := e.world
-	s := w.Servers[c.r.PathValue("uuid")]
-	if s == nil {
-		return notFound()
+	s, r := find(c, w.Servers)
+	if r != nil {
+		return *r
 	}
 	var req serverUpdate
 	set, r := c.patch(&req, true)
@@ -249,17 +241,15 @@ func (e *Emulator) updateServer(c *call) reply {
 	case set["status"]:
 		return invalid("status", "Change the status with the start, stop and reboot actions.")
 	}
-	if req.Tags != nil {
-		s.Tags = tagsOrEmpty(req.Tags)
-	}
+	s.setTags(req.Tags)
 	return noContent
 }
 
 func (e *Emulator) deleteServer(c *call) reply {
 	w := e.world
-	s := w.Servers[c.r.PathValue("uuid")]
-	if s == nil {
-		return notFound()
+	s, r := find(c, w.Servers)
+	if r != nil {
+		return *r
 	}
 	// The root volume goes with the server; other volumes are detached and
 	// floating IPs unassigned, as on the real cloud.
@@ -284,9 +274,9 @@ func (e *Emulator) deleteServer(c *call) reply {
 
 func (e *Emulator) serverAction(action string) handler {
 	return func(c *call) reply {
-		s := e.world.Servers[c.r.PathValue("uuid")]
-		if s == nil {
-			return notFound()
+		s, r := find(c, e.world.Servers)
+		if r != nil {
+			return *r
 		}
 		if s.Status == "changing" {
 			return detail(http.StatusBadRequest, "The server is changing its status; try again when it is done.")

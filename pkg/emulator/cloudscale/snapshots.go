@@ -27,21 +27,13 @@ func (e *Emulator) createSnapshot(c *call) reply {
 }
 
 func (e *Emulator) listSnapshots(c *call) reply {
-	return list(c, e.world.Snapshots, func(s *snapshot) string { return s.Name }, func(s *snapshot) any { return e.renderSnapshot(c, s) })
-}
-
-func (e *Emulator) getSnapshot(c *call) reply {
-	s := e.world.Snapshots[c.r.PathValue("uuid")]
-	if s == nil {
-		return notFound()
-	}
-	return ok(e.renderSnapshot(c, s))
+	return list(c, e.world.Snapshots, func(s *snapshot) string { return s.Name }, e.renderSnapshot)
 }
 
 func (e *Emulator) updateSnapshot(c *call) reply {
-	s := e.world.Snapshots[c.r.PathValue("uuid")]
-	if s == nil {
-		return notFound()
+	s, r := find(c, e.world.Snapshots)
+	if r != nil {
+		return *r
 	}
 	var req snapshotRequest
 	set, r := c.patch(&req, false)
@@ -54,18 +46,16 @@ func (e *Emulator) updateSnapshot(c *call) reply {
 	if set["name"] {
 		s.Name = req.Name
 	}
-	if req.Tags != nil {
-		s.Tags = tagsOrEmpty(req.Tags)
-	}
+	s.setTags(req.Tags)
 	return noContent
 }
 
 // deleteSnapshot is asynchronous, as on the real cloud: the snapshot shows
 // "deleting" for a moment before it is gone.
 func (e *Emulator) deleteSnapshot(c *call) reply {
-	s := e.world.Snapshots[c.r.PathValue("uuid")]
-	if s == nil {
-		return notFound()
+	s, r := find(c, e.world.Snapshots)
+	if r != nil {
+		return *r
 	}
 	if e.cfg.ActionTime <= 0 {
 		delete(e.world.Snapshots, s.UUID)

@@ -104,21 +104,13 @@ func (e *Emulator) checkAttach(serverIDs []string, zone string) *reply {
 }
 
 func (e *Emulator) listVolumes(c *call) reply {
-	return list(c, e.world.Volumes, func(v *volume) string { return v.Name }, func(v *volume) any { return e.renderVolume(c, v) })
-}
-
-func (e *Emulator) getVolume(c *call) reply {
-	v := e.world.Volumes[c.r.PathValue("uuid")]
-	if v == nil {
-		return notFound()
-	}
-	return ok(e.renderVolume(c, v))
+	return list(c, e.world.Volumes, func(v *volume) string { return v.Name }, e.renderVolume)
 }
 
 func (e *Emulator) updateVolume(c *call) reply {
-	v := e.world.Volumes[c.r.PathValue("uuid")]
-	if v == nil {
-		return notFound()
+	v, r := find(c, e.world.Volumes)
+	if r != nil {
+		return *r
 	}
 	var req volumeRequest
 	set, r := c.patch(&req, true)
@@ -160,16 +152,14 @@ func (e *Emulator) updateVolume(c *call) reply {
 		}
 		v.Servers = append([]string{}, ids...)
 	}
-	if req.Tags != nil {
-		v.Tags = tagsOrEmpty(req.Tags)
-	}
+	v.setTags(req.Tags)
 	return noContent
 }
 
 func (e *Emulator) deleteVolume(c *call) reply {
-	v := e.world.Volumes[c.r.PathValue("uuid")]
-	if v == nil {
-		return notFound()
+	v, r := find(c, e.world.Volumes)
+	if r != nil {
+		return *r
 	}
 	if v.Root && len(v.Servers) > 0 {
 		return detail(http.StatusBadRequest, "A root volume is deleted with its server.")
