@@ -60,6 +60,12 @@ $(BIN_DIR)/machine-api-provider:
 test-conformance:
 	$(GO) test -count=1 -timeout=30m -v -run TestCloudscaleSDKIntegrationSuite ./test/conformance/
 
+# 100 Machines through one MachineSet, 0 -> 100 -> 0, against the emulator
+# with 300 ms create latency; prints times, cloud calls and peak memory.
+.PHONY: bench
+bench: tools build
+	KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/bench/
+
 # Unit and envtest tests only, without the SDK suite: seconds, not minutes.
 .PHONY: test-short
 test-short: tools

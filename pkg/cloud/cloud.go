@@ -17,6 +17,9 @@ type Cloud interface {
 	// Name is the cloud's name, also the scheme of its provider IDs
 	// ("cloudscale" in cloudscale://<uuid>).
 	Name() string
+	// SpecKind is the kind of the cloud's provider spec; MachineSets with
+	// another kind belong to another provider.
+	SpecKind() string
 	// ParseSpec decodes, defaults and validates a provider spec. What is
 	// wrong comes back as field errors under path.
 	ParseSpec(ps machinev1.ProviderSpec, path *field.Path) (Spec, field.ErrorList)

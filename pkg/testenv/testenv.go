@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,10 +23,45 @@ import (
 // used.
 const AssetsEnv = "KUBEBUILDER_ASSETS"
 
+// Option changes the control plane Start starts.
+type Option func(*envtest.Environment)
+
+// WithCRDs installs the CRDs of these files or directories.
+func WithCRDs(paths ...string) Option {
+	return func(env *envtest.Environment) {
+		env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, paths...)
+		env.ErrorIfCRDPathMissing = true
+	}
+}
+
+// WithMachineAPI installs the machine.openshift.io CRDs (Machine,
+// MachineSet, MachineHealthCheck) as the openshift/api module in go.mod
+// defines them.
+func WithMachineAPI(t testing.TB) Option {
+	t.Helper()
+	return WithCRDs(MachineAPICRDs(t)...)
+}
+
+// MachineAPICRDs returns the machine.openshift.io CRD manifests of the
+// openshift/api module version in go.mod, from the module cache.
+func MachineAPICRDs(t testing.TB) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
+	if err != nil {
+		t.Fatalf("testenv: locating the openshift/api module: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "machine", "v1beta1", "zz_generated.crd-manifests")
+	return []string{
+		filepath.Join(dir, "0000_10_machine-api_01_machines-Default.crd.yaml"),
+		filepath.Join(dir, "0000_10_machine-api_01_machinesets-Default.crd.yaml"),
+		filepath.Join(dir, "0000_10_machine-api_01_machinehealthchecks.crd.yaml"),
+	}
+}
+
 // Start starts etcd and kube-apiserver from the assets directory and returns
 // a rest.Config and a client for it. The control plane is stopped in
 // t.Cleanup. Start fails the test if the binaries are missing.
-func Start(t testing.TB) (*rest.Config, client.Client) {
+func Start(t testing.TB, opts ...Option) (*rest.Config, client.Client) {
 	t.Helper()
 
 	dir, err := AssetsDir()
@@ -48,6 +85,9 @@ func Start(t testing.TB) (*rest.Config, client.Client) {
 	// other binaries behind our back.
 	env.ControlPlane.GetAPIServer().Path = apiserver
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcd}
+	for _, o := range opts {
+		o(env)
+	}
 
 	cfg, err := env.Start()
 	if err != nil {

@@ -1,0 +1,330 @@
+package actuator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
+	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+	"github.com/appuio/machine-api-provider/pkg/manager"
+	"github.com/appuio/machine-api-provider/test/fixture"
+)
+
+// Canaries: if either shows up in a log line, an event or a status, a
+// secret leaked.
+const (
+	canaryToken    = "canary-token-9f3b1c7e5d"
+	canaryUserData = `{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"core","passwordHash":"canary-userdata-4e8a2f"}]}}`
+)
+
+const createPOST = "POST /v1/servers"
+
+// env starts the control plane, an emulator that knows only the canary
+// token (which the secrets hold) and one that refuses the default token.
+func env(t *testing.T) *fixture.Env {
+	t.Helper()
+	e := fixture.Start(t, fixture.Options{Emulator: emucs.Config{
+		Tokens:    map[string]emucs.Access{canaryToken: emucs.ReadWrite},
+		StateFile: filepath.Join(t.TempDir(), "cloudscale.json"),
+	}})
+	secret(t, e, "cloudscale-token", map[string]string{"token": canaryToken})
+	secret(t, e, "worker-user-data", map[string]string{"userData": canaryUserData})
+	return e
+}
+
+func secret(t *testing.T, e *fixture.Env, name string, data map[string]string) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fixture.Namespace}, StringData: data}
+	if err := e.Client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// spec is a valid provider spec; edit changes it before it is encoded.
+func spec(edit func(s map[string]any)) string {
+	s := map[string]any{
+		"apiVersion": "machine.appuio.io/v1beta1", "kind": "CloudscaleMachineProviderSpec",
+		"zone": "rma1", "flavor": "flex-8-4", "image": "custom:rhcos-4.19", "rootVolumeSizeGB": 50,
+		"tags":           map[string]string{"team": "platform"},
+		"userDataSecret": map[string]string{"name": "worker-user-data"},
+		"tokenSecret":    map[string]string{"name": "cloudscale-token"},
+	}
+	if edit != nil {
+		edit(s)
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func createMachine(t *testing.T, e *fixture.Env, name, specJSON string) {
+	t.Helper()
+	if err := e.Client.Create(context.Background(), fixture.Machine(name, specJSON)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getMachine(t *testing.T, e *fixture.Env, name string) *machinev1.Machine {
+	t.Helper()
+	m := &machinev1.Machine{}
+	if err := e.Client.Get(context.Background(), types.NamespacedName{Namespace: fixture.Namespace, Name: name}, m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func phase(m *machinev1.Machine) string {
+	if m.Status.Phase == nil {
+		return ""
+	}
+	return *m.Status.Phase
+}
+
+func waitPhase(t *testing.T, e *fixture.Env, name, want string) *machinev1.Machine {
+	t.Helper()
+	var m *machinev1.Machine
+	fixture.Eventually(t, 60*time.Second, fmt.Sprintf("Machine %s in phase %s", name, want), func() (bool, error) {
+		m = getMachine(t, e, name)
+		return phase(m) == want, fmt.Errorf("phase %q, events:\n%s", phase(m), fixture.EventText(e.Events(t, name)))
+	})
+	return m
+}
+
+// sdk is the official SDK on the emulator, to look at the cloud directly.
+func sdk(e *fixture.Env) *cloudscale.Client {
+	c := cloudscale.NewClient(nil)
+	c.BaseURL, _ = c.BaseURL.Parse(e.APIURL)
+	c.AuthToken = canaryToken
+	return c
+}
+
+func serversOf(t *testing.T, e *fixture.Env, machine string) []cloudscale.Server {
+	t.Helper()
+	servers, err := sdk(e).Servers.List(context.Background(), cloudscale.WithTagFilter(cloudscale.TagMap{v1beta1.TagMachineName: machine}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return servers
+}
+
+func TestMachineBecomesServer(t *testing.T) {
+	e := env(t)
+	e.StartManager(t, manager.Options{})
+	createMachine(t, e, "worker-a", spec(nil))
+	m := waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
+
+	servers := serversOf(t, e, "worker-a")
+	if len(servers) != 1 {
+		t.Fatalf("want exactly one server, got %d", len(servers))
+	}
+	s := servers[0]
+	if s.Flavor.Slug != "flex-8-4" || s.Image.Slug != "custom:rhcos-4.19" || s.Zone.Slug != "rma1" || s.Name != "worker-a" {
+		t.Errorf("server is %s/%s/%s named %s, want flex-8-4/custom:rhcos-4.19/rma1 named worker-a", s.Flavor.Slug, s.Image.Slug, s.Zone.Slug, s.Name)
+	}
+	wantTags := map[string]string{"team": "platform", v1beta1.TagMachineName: "worker-a", v1beta1.TagClusterID: fixture.ClusterID}
+	for k, v := range wantTags {
+		if s.Tags[k] != v {
+			t.Errorf("server tag %s = %q, want %q (tags %v)", k, s.Tags[k], v, s.Tags)
+		}
+	}
+	if len(s.Volumes) == 0 || s.Volumes[0].SizeGB != 50 {
+		t.Errorf("root volume %v, want 50 GB first", s.Volumes)
+	}
+	if got := userDataOf(t, e, s.UUID); got != canaryUserData {
+		t.Errorf("user data of the server is %q, want the secret's Ignition untouched", got)
+	}
+
+	if m.Spec.ProviderID == nil || *m.Spec.ProviderID != "cloudscale://"+s.UUID {
+		t.Errorf("providerID %v, want cloudscale://%s", m.Spec.ProviderID, s.UUID)
+	}
+	addr := map[corev1.NodeAddressType]string{}
+	for _, a := range m.Status.Addresses {
+		if _, seen := addr[a.Type]; !seen {
+			addr[a.Type] = a.Address
+		}
+	}
+	if addr[corev1.NodeInternalDNS] != "worker-a" || addr[corev1.NodeHostName] != "worker-a" {
+		t.Errorf("InternalDNS/Hostname %q/%q, want the future node name worker-a", addr[corev1.NodeInternalDNS], addr[corev1.NodeHostName])
+	}
+	if addr[corev1.NodeExternalIP] == "" || addr[corev1.NodeInternalIP] == "" {
+		t.Errorf("addresses %v lack an ExternalIP or InternalIP", m.Status.Addresses)
+	}
+	for k, v := range map[string]string{"machine.openshift.io/instance-type": "flex-8-4", "machine.openshift.io/region": "rma", "machine.openshift.io/zone": "rma1"} {
+		if m.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, m.Labels[k], v)
+		}
+	}
+	if m.Annotations["machine.openshift.io/instance-state"] != "running" {
+		t.Errorf("instance-state %q, want running", m.Annotations["machine.openshift.io/instance-state"])
+	}
+	var st v1beta1.CloudscaleMachineProviderStatus
+	if err := json.Unmarshal(m.Status.ProviderStatus.Raw, &st); err != nil || st.InstanceID != s.UUID || st.Status != "running" {
+		t.Errorf("providerStatus %s, want instanceId %s status running (%v)", m.Status.ProviderStatus.Raw, s.UUID, err)
+	}
+	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "Normal Created") {
+		t.Errorf("no Created event:\n%s", fixture.EventText(e.Events(t, "worker-a")))
+	}
+	if n := e.Emulator.Harness().Count(createPOST); n != 1 {
+		t.Errorf("%d server create calls, want 1", n)
+	}
+	assertNoCanary(t, e)
+}
+
+func userDataOf(t *testing.T, e *fixture.Env, uuid string) string {
+	t.Helper()
+	var state struct {
+		Servers map[string]struct {
+			UserData string `json:"user_data"`
+		} `json:"servers"`
+	}
+	b, err := os.ReadFile(e.StateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &state); err != nil {
+		t.Fatal(err)
+	}
+	return state.Servers[uuid].UserData
+}
+
+// assertNoCanary checks every log line, every event and every Machine of
+// the namespace for the canary token and user data.
+func assertNoCanary(t *testing.T, e *fixture.Env) {
+	t.Helper()
+	var events corev1.EventList
+	var machines machinev1.MachineList
+	if err := e.Client.List(context.Background(), &events); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.List(context.Background(), &machines); err != nil {
+		t.Fatal(err)
+	}
+	evJSON, _ := json.Marshal(events)
+	mJSON, _ := json.Marshal(machines)
+	for where, text := range map[string]string{"logs": e.Logs.String(), "events": string(evJSON), "machines": string(mJSON)} {
+		for _, canary := range []string{canaryToken, "canary-userdata-4e8a2f"} {
+			if strings.Contains(text, canary) {
+				t.Errorf("the %s contain the secret %q", where, canary)
+			}
+		}
+	}
+}
+
+func TestDeleteRemovesServer(t *testing.T) {
+	e := env(t)
+	e.StartManager(t, manager.Options{})
+	createMachine(t, e, "worker-a", spec(nil))
+	createMachine(t, e, "worker-b", spec(nil))
+	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
+	b := waitPhase(t, e, "worker-b", machinev1.PhaseProvisioned)
+
+	// worker-b's server disappears behind the provider's back.
+	var st v1beta1.CloudscaleMachineProviderStatus
+	_ = json.Unmarshal(b.Status.ProviderStatus.Raw, &st)
+	if err := sdk(e).Servers.Delete(context.Background(), st.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, name := range []string{"worker-a", "worker-b"} {
+		if err := e.Client.Delete(context.Background(), getMachine(t, e, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"worker-a", "worker-b"} {
+		fixture.Eventually(t, 60*time.Second, "Machine "+name+" gone", func() (bool, error) {
+			err := e.Client.Get(context.Background(), types.NamespacedName{Namespace: fixture.Namespace, Name: name}, &machinev1.Machine{})
+			return apierrors.IsNotFound(err), err
+		})
+		if n := len(serversOf(t, e, name)); n != 0 {
+			t.Errorf("%d servers of %s left", n, name)
+		}
+	}
+	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "Normal Deleted") {
+		t.Errorf("no Deleted event for worker-a:\n%s", fixture.EventText(e.Events(t, "worker-a")))
+	}
+}
+
+func TestLostCreateResponseMakesOneServer(t *testing.T) {
+	e := env(t)
+	if err := e.Emulator.Harness().AddRule(harness.Rule{Route: createPOST, LostResponseRate: 1, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	e.StartManager(t, manager.Options{})
+	createMachine(t, e, "worker-a", spec(nil))
+	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
+	if n := len(serversOf(t, e, "worker-a")); n != 1 {
+		t.Errorf("%d servers after a lost create response, want 1", n)
+	}
+	if n := e.Emulator.Harness().Count(createPOST); n != 1 {
+		t.Errorf("%d create calls, want 1: the server must be found again, not made again", n)
+	}
+	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "Adopted") {
+		t.Errorf("no Adopted event:\n%s", fixture.EventText(e.Events(t, "worker-a")))
+	}
+}
+
+func TestManagerRestartMidCreateMakesOneServer(t *testing.T) {
+	e := env(t)
+	// The cloud makes the server, and the manager dies before it hears so.
+	if err := e.Emulator.Harness().AddRule(harness.Rule{Route: createPOST, LostResponseRate: 1, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	stop := e.StartManager(t, manager.Options{})
+	createMachine(t, e, "worker-a", spec(nil))
+	fixture.Eventually(t, 60*time.Second, "the create call", func() (bool, error) {
+		return e.Emulator.Harness().Count(createPOST) >= 1, nil
+	})
+	stop()
+	if m := getMachine(t, e, "worker-a"); m.Spec.ProviderID != nil {
+		t.Fatalf("the first manager recorded the server; the test wants it to die first")
+	}
+	e.StartManager(t, manager.Options{})
+	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
+	if n := len(serversOf(t, e, "worker-a")); n != 1 {
+		t.Errorf("%d servers after a restart mid-create, want 1", n)
+	}
+	if n := e.Emulator.Harness().Count(createPOST); n != 1 {
+		t.Errorf("%d create calls, want 1", n)
+	}
+}
+
+func TestAntiAffinitySpreadsOverGroupsOfFour(t *testing.T) {
+	e := env(t)
+	e.StartManager(t, manager.Options{})
+	for i := 0; i < 9; i++ {
+		createMachine(t, e, fmt.Sprintf("worker-%d", i), spec(func(s map[string]any) { s["antiAffinityKey"] = "workers" }))
+	}
+	for i := 0; i < 9; i++ {
+		waitPhase(t, e, fmt.Sprintf("worker-%d", i), machinev1.PhaseProvisioned)
+	}
+	groups, err := sdk(e).ServerGroups.List(context.Background(), cloudscale.WithTagFilter(cloudscale.TagMap{v1beta1.TagAntiAffinityKey: "workers"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 3 {
+		t.Errorf("%d server groups, want 3", len(groups))
+	}
+	total := 0
+	for _, g := range groups {
+		if len(g.Servers) > 4 {
+			t.Errorf("group %s has %d servers, more than 4", g.Name, len(g.Servers))
+		}
+		total += len(g.Servers)
+	}
+	if total != 9 {
+		t.Errorf("%d servers in groups, want 9", total)
+	}
+}

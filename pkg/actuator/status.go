@@ -1,0 +1,135 @@
+package actuator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/metrics"
+)
+
+// Labels and annotations the rest of OpenShift reads off a Machine.
+const (
+	InstanceTypeLabel       = "machine.openshift.io/instance-type"
+	RegionLabel             = "machine.openshift.io/region"
+	ZoneLabel               = "machine.openshift.io/zone"
+	InstanceStateAnnotation = "machine.openshift.io/instance-state"
+)
+
+// Conditions in the provider status.
+const (
+	ConditionServerReady = "ServerReady"
+	ConditionSpecInSync  = "SpecInSync"
+)
+
+// providerStatus is the status a provider of this project writes; every
+// cloud's status type has these fields under these names.
+type providerStatus struct {
+	metav1.TypeMeta `json:",inline"`
+	InstanceID      string             `json:"instanceId,omitempty"`
+	Status          string             `json:"status,omitempty"`
+	Conditions      []metav1.Condition `json:"conditions,omitempty"`
+}
+
+func (a *Actuator) providerID(id string) string { return a.cloud.Name() + "://" + id }
+
+// recordedID is the server ID the Machine already carries, "" if none.
+func (a *Actuator) recordedID(m *machinev1.Machine) string {
+	if st, err := decodeStatus(m); err == nil && st.InstanceID != "" {
+		return st.InstanceID
+	}
+	if m.Spec.ProviderID != nil {
+		if id, ok := strings.CutPrefix(*m.Spec.ProviderID, a.cloud.Name()+"://"); ok {
+			return id
+		}
+	}
+	return ""
+}
+
+// record writes what the Machine must show of its server: provider ID,
+// addresses (NodeInternalDNS is the future Node's name, as the
+// cluster-machine-approver checks), placement labels, state and the
+// provider status. drift lists immutable fields the spec changed.
+func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, drift []string) error {
+	m := s.machine
+	original := m.DeepCopy()
+
+	providerID := a.providerID(server.ID)
+	m.Spec.ProviderID = &providerID
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[InstanceTypeLabel] = server.InstanceType
+	m.Labels[RegionLabel] = server.Region
+	m.Labels[ZoneLabel] = server.Zone
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[InstanceStateAnnotation] = server.Status
+
+	addresses := append([]corev1.NodeAddress{}, server.Addresses...)
+	addresses = append(addresses,
+		corev1.NodeAddress{Type: corev1.NodeInternalDNS, Address: server.Name},
+		corev1.NodeAddress{Type: corev1.NodeHostName, Address: server.Name})
+	m.Status.Addresses = addresses
+
+	st, err := decodeStatus(m)
+	if err != nil {
+		return err
+	}
+	wasReady := meta.IsStatusConditionTrue(st.Conditions, ConditionServerReady)
+	st.InstanceID, st.Status = server.ID, server.Status
+	ready := metav1.Condition{Type: ConditionServerReady, Status: metav1.ConditionFalse, Reason: "Booting", Message: "the server is " + server.Status}
+	if server.Running {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, "Running", "the server is running"
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	inSync := metav1.Condition{Type: ConditionSpecInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "the server matches the spec"}
+	if len(drift) > 0 {
+		fields := make([]string, len(drift))
+		for i, f := range drift {
+			fields[i] = specPath.Child(f).String()
+		}
+		inSync.Status, inSync.Reason = metav1.ConditionFalse, "ReplacementRequired"
+		inSync.Message = fmt.Sprintf("%s changed, but a server cannot change it: replace the Machine (delete it; its MachineSet makes a new one)", strings.Join(fields, ", "))
+	}
+	if prev := meta.FindStatusCondition(st.Conditions, ConditionSpecInSync); inSync.Status == metav1.ConditionFalse && (prev == nil || prev.Message != inSync.Message) {
+		a.recorder.Event(m, corev1.EventTypeWarning, "ReplacementRequired", inSync.Message)
+	}
+	meta.SetStatusCondition(&st.Conditions, inSync)
+	raw, err := encodeStatus(st)
+	if err != nil {
+		return err
+	}
+	m.Status.ProviderStatus = raw
+
+	if server.Running && !wasReady {
+		metrics.ObserveProvisioning(a.cloud.Name(), a.now().Sub(m.CreationTimestamp.Time))
+	}
+	return a.patch(ctx, original, m)
+}
+
+// patch writes the Machine's metadata and spec, then its status, each as a
+// merge patch against what it was: no conflicts with the machine
+// controller, which writes phase and conditions itself.
+func (a *Actuator) patch(ctx context.Context, original, m *machinev1.Machine) error {
+	status := m.Status.DeepCopy()
+	if err := a.client.Patch(ctx, m, client.MergeFrom(original)); err != nil {
+		return fmt.Errorf("recording the server on the Machine: %w", err)
+	}
+	// The patch answered with the stored status; put ours back and write it.
+	base := m.DeepCopy()
+	base.Status = original.Status
+	m.Status = *status
+	if err := a.client.Status().Patch(ctx, m, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("recording the server in the Machine's status: %w", err)
+	}
+	return nil
+}

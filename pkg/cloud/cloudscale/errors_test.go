@@ -1,0 +1,342 @@
+package cloudscale
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+)
+
+func TestCreateRefusedIsInvalidConfig(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emucs.Config{})
+	for _, tc := range []struct {
+		field  string
+		change func(p *v1beta1.CloudscaleMachineProviderSpec)
+	}{
+		{"flavor", func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Flavor = "flex-999-1" }},
+		{"flavor", func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Flavor, p.Zone = "gpu2-128-16-1-200", "lpg1" }},
+		{"image", func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Image = "windows-95" }},
+		{"image", func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Image = "custom:nope" }},
+		{"zone", func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Zone = "xyz9" }},
+		{"rootVolumeSizeGB", func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Image, p.RootVolumeSizeGB = "rhcos-4.19", 12 }},
+	} {
+		_, err := v.client.CreateServer(v.ctx, ref("m"), v.spec(tc.change), []byte("user-data"))
+		ic := asInvalid(t, err)
+		if ic.Field != tc.field || ic.Message == "" {
+			t.Errorf("InvalidConfigError %+v, want field %q with the API's message", ic, tc.field)
+		}
+		if cloud.IsNotFound(err) || errors.As(err, new(*cloud.RetryableError)) {
+			t.Errorf("%v is also not-found or retryable", err)
+		}
+	}
+	if l := v.servers(); len(l) != 0 {
+		t.Errorf("%d servers after refused creates", len(l))
+	}
+}
+
+func TestInjectedServerErrorsAreRetryable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status, retryAfter int
+		want               time.Duration
+	}{
+		{503, 0, 0},
+		{503, 3, 3 * time.Second},
+		{500, 0, 0},
+		{502, 0, 0},
+		{504, 0, 0},
+		{429, 7, 7 * time.Second},
+	} {
+		v := newEnv(t, emucs.Config{})
+		if err := v.emu.Harness().AddRule(harness.Rule{Route: "GET /v1/servers", ErrorRate: 1, ErrorStatus: tc.status, RetryAfterSeconds: tc.retryAfter}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := v.client.FindServers(v.ctx, ref("m"))
+		re := asRetryable(t, err)
+		if re.RetryAfter != tc.want {
+			t.Errorf("HTTP %d with Retry-After %d: RetryAfter %v, want %v", tc.status, tc.retryAfter, re.RetryAfter, tc.want)
+		}
+		if !strings.Contains(err.Error(), "server.list") || !strings.Contains(err.Error(), strconv.Itoa(tc.status)) {
+			t.Errorf("error %q does not say what failed", err)
+		}
+	}
+}
+
+func TestLostResponseOnCreate(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{0, 502} {
+		v := newEnv(t, emucs.Config{})
+		if err := v.emu.Harness().AddRule(harness.Rule{Route: "POST /v1/servers", LostResponseRate: 1, LostResponseStatus: status, Times: 1}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := v.client.CreateServer(v.ctx, ref("m"), v.spec(nil), []byte("user-data"))
+		asRetryable(t, err)
+		found, err := v.client.FindServers(v.ctx, ref("m"))
+		if err != nil || len(found) != 1 {
+			t.Fatalf("lost response %d: FindServers = %d servers, %v; want exactly the one created", status, len(found), err)
+		}
+	}
+}
+
+func TestTimeoutIsRetryable(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emucs.Config{})
+	if err := v.emu.Harness().AddRule(harness.Rule{Route: "GET /v1/servers", Latency: harness.Duration(2 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := New(Options{BaseURL: v.url, DefaultToken: testToken, HTTPClient: &http.Client{Timeout: 100 * time.Millisecond}}).Client("")
+	_, err := cl.FindServers(v.ctx, ref("m"))
+	asRetryable(t, err)
+
+	// A caller that gives up gets its own error back, not a retry hint.
+	ctx, cancel := context.WithCancel(v.ctx)
+	cancel()
+	_, err = cl.FindServers(ctx, ref("m"))
+	if !errors.Is(err, context.Canceled) || errors.As(err, new(*cloud.RetryableError)) {
+		t.Errorf("cancelled call: %v, want context.Canceled and not retryable", err)
+	}
+}
+
+func TestRefusedToken(t *testing.T) {
+	t.Parallel()
+	const (
+		good           = "good-token-0123456789"
+		readOnly       = "read-only-token-0123456789"
+		badDefault     = "canary-default-token-0123456789"
+		badFromSpec    = "canary-secret-token-0123456789"
+		canaryUserData = "canary-user-data-0123456789"
+	)
+	v := newEnvToken(t, emucs.Config{Tokens: map[string]emucs.Access{good: emucs.ReadWrite, readOnly: emucs.ReadOnly}}, good)
+	spec := v.spec(func(p *v1beta1.CloudscaleMachineProviderSpec) {
+		p.TokenSecret = &corev1.LocalObjectReference{Name: "cloudscale-token"}
+	})
+
+	c := New(Options{BaseURL: v.url, DefaultToken: badDefault})
+	def, _ := c.Client("")
+	_, err := def.FindServers(v.ctx, ref("m"))
+	checkAuthError(t, err, EnvAPIToken)
+	mustNotContain(t, err, badDefault)
+
+	fromSpec, _ := c.Client(badFromSpec)
+	_, err = fromSpec.FindServers(v.ctx, ref("m"))
+	checkAuthError(t, err, "tokenSecret")
+	_, err = fromSpec.CreateServer(v.ctx, ref("m"), spec, []byte(canaryUserData))
+	checkAuthError(t, err, `"cloudscale-token"`)
+	mustNotContain(t, err, badFromSpec, canaryUserData)
+	_, err = fromSpec.SyncServer(v.ctx, ref("m"), spec, &cloud.Server{ID: "00000000-0000-4000-8000-000000000000"})
+	checkAuthError(t, err, `"cloudscale-token"`)
+
+	ro, _ := c.Client(readOnly)
+	_, err = ro.CreateServer(v.ctx, ref("m"), spec, nil)
+	checkAuthError(t, err, "read-only")
+	mustNotContain(t, err, readOnly)
+}
+
+func checkAuthError(t *testing.T, err error, mention string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("a refused token gave no error")
+	}
+	var ic *cloud.InvalidConfigError
+	var re *cloud.RetryableError
+	if errors.As(err, &ic) || errors.As(err, &re) || cloud.IsNotFound(err) {
+		t.Errorf("refused token: %v (%T), want a plain error", err, err)
+	}
+	if !strings.Contains(err.Error(), mention) {
+		t.Errorf("refused token: %q does not mention %s", err, mention)
+	}
+}
+
+// The canaries must not leak through any error of a create, whatever the
+// API answers.
+func TestSecretsNeverInErrors(t *testing.T) {
+	t.Parallel()
+	const (
+		token    = "canary-token-5f0c2d1e"
+		userData = "canary-user-data-9b7a"
+	)
+	v := newEnvToken(t, emucs.Config{}, token)
+	spec := v.spec(nil)
+	bad := v.spec(func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Flavor = "nope" })
+	try := func(what string, spec *Spec) {
+		_, err := v.client.CreateServer(v.ctx, ref("m"), spec, []byte(userData))
+		if err == nil {
+			t.Fatalf("%s: no error", what)
+		}
+		mustNotContain(t, err, token, userData)
+	}
+	try("invalid flavor", bad)
+	for _, rule := range []harness.Rule{
+		{Route: "POST /v1/servers", ErrorRate: 1, ErrorStatus: 503, Times: 1},
+		{Route: "POST /v1/servers", ErrorRate: 1, ErrorStatus: 429, Times: 1},
+		{Route: "POST /v1/servers", LostResponseRate: 1, Times: 1},
+		{Route: "POST /v1/servers", LostResponseRate: 1, LostResponseStatus: 500, Times: 1},
+	} {
+		if err := v.emu.Harness().SetRules([]harness.Rule{rule}); err != nil {
+			t.Fatal(err)
+		}
+		try(rule.Route, spec)
+	}
+
+	// A 401 with the canary token.
+	strict, err := emucs.New(emucs.Config{Tokens: map[string]emucs.Access{"other-token": emucs.ReadWrite}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(strict)
+	defer srv.Close()
+	cl, _ := New(Options{BaseURL: srv.URL, DefaultToken: token}).Client("")
+	_, err = cl.CreateServer(v.ctx, ref("m"), spec, []byte(userData))
+	checkAuthError(t, err, EnvAPIToken)
+	mustNotContain(t, err, token, userData)
+}
+
+// An API echoing the secrets back is scrubbed.
+func TestEchoedSecretsAreScrubbed(t *testing.T) {
+	t.Parallel()
+	const token, userData = "canary-token-echoed-1", "canary-user-data-echoed-1"
+	for _, status := range []int{400, 401, 404, 500} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(`{"user_data": "bad: ` + userData + `", "detail": "token ` + token + ` is wrong"}`))
+		}))
+		cl, _ := New(Options{BaseURL: srv.URL, DefaultToken: token}).Client("")
+		_, err := cl.CreateServer(context.Background(), ref("m"), parseSpec(t, nil), []byte(userData))
+		srv.Close()
+		if err == nil {
+			t.Fatalf("HTTP %d: no error", status)
+		}
+		mustNotContain(t, err, token, userData)
+		if !strings.Contains(err.Error(), "[redacted]") && status != 401 {
+			t.Errorf("HTTP %d: %q does not show the redaction", status, err)
+		}
+	}
+}
+
+// Answers the SDK cannot decode still classify by their status.
+func TestUndecodableErrorBodies(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		check      func(t *testing.T, err error)
+	}{
+		{"HTML 502", "<html><body>Bad Gateway</body></html>", 502, func(t *testing.T, err error) {
+			asRetryable(t, err)
+			if !strings.Contains(err.Error(), "502") {
+				t.Errorf("%q does not name the status", err)
+			}
+		}},
+		{"nested 400", `{"interfaces": [{"addresses": ["Address 172.16.0.5 is taken."]}]}`, 400, func(t *testing.T, err error) {
+			ic := asInvalid(t, err)
+			if ic.Field != "interfaces" || !strings.Contains(ic.Message, "172.16.0.5 is taken") {
+				t.Errorf("%+v", ic)
+			}
+		}},
+		{"list 400", `{"flavor": ["Flavor is gone."]}`, 400, func(t *testing.T, err error) {
+			if ic := asInvalid(t, err); ic.Field != "flavor" || ic.Message != "Flavor is gone." {
+				t.Errorf("%+v", ic)
+			}
+		}},
+		{"several fields", `{"flavor": "bad flavor", "volume_size_gb": "too small"}`, 400, func(t *testing.T, err error) {
+			ic := asInvalid(t, err)
+			if ic.Field != "" || !strings.Contains(ic.Message, "flavor: bad flavor") || !strings.Contains(ic.Message, "rootVolumeSizeGB: too small") {
+				t.Errorf("%+v", ic)
+			}
+		}},
+		{"name", `{"name": "Not a valid hostname."}`, 400, func(t *testing.T, err error) {
+			ic := asInvalid(t, err)
+			if ic.Field != "" || !strings.Contains(ic.Message, "Machine's name") {
+				t.Errorf("%+v", ic)
+			}
+		}},
+		{"422", `{"ssh_keys": "Not a key."}`, 422, func(t *testing.T, err error) {
+			if ic := asInvalid(t, err); ic.Field != "sshKeys" {
+				t.Errorf("%+v", ic)
+			}
+		}},
+		{"empty 404", ``, 404, func(t *testing.T, err error) {
+			if !cloud.IsNotFound(err) {
+				t.Errorf("%v", err)
+			}
+		}},
+		{"418", `{"detail": "I'm a teapot"}`, 418, func(t *testing.T, err error) {
+			if errors.As(err, new(*cloud.RetryableError)) || errors.As(err, new(*cloud.InvalidConfigError)) {
+				t.Errorf("%v (%T)", err, err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			cl, _ := New(Options{BaseURL: srv.URL, DefaultToken: "x"}).Client("")
+			_, err := cl.CreateServer(context.Background(), ref("m"), parseSpec(t, nil), nil)
+			tc.check(t, err)
+		})
+	}
+}
+
+func TestRetryAfterHTTPDate(t *testing.T) {
+	t.Parallel()
+	at := time.Now().Add(90 * time.Second).UTC()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", at.Format(http.TimeFormat))
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	cl, _ := New(Options{BaseURL: srv.URL, DefaultToken: "x"}).Client("")
+	_, err := cl.ListServers(context.Background(), testCluster)
+	re := asRetryable(t, err)
+	if re.RetryAfter < 85*time.Second || re.RetryAfter > 90*time.Second {
+		t.Errorf("RetryAfter %v, want about 90s", re.RetryAfter)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Duration{
+		"":                              0,
+		"7":                             7 * time.Second,
+		" 12 ":                          12 * time.Second,
+		"-3":                            0,
+		"soon":                          0,
+		"99999999999999999999":          0,
+		"9999999999":                    maxRetryAfter,
+		"Sun, 01 Jun 2025 12:01:00 GMT": time.Minute,
+		"Sun, 01 Jun 2025 11:00:00 GMT": 0,
+	} {
+		if got := parseRetryAfter(in, now); got != want {
+			t.Errorf("parseRetryAfter(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestSpecFieldOfVolumeTags(t *testing.T) {
+	t.Parallel()
+	if f := specField("volume.update", "tags"); f != "rootVolumeTags" {
+		t.Errorf("tags of a volume map to %q", f)
+	}
+	if f := specField("server.update", "tags"); f != "tags" {
+		t.Errorf("tags of a server map to %q", f)
+	}
+	if f := specField("server.create", "user_data"); f != "user_data" {
+		t.Errorf("unknown fields map to %q", f)
+	}
+}

@@ -1,0 +1,180 @@
+package cloudscale
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+
+	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+)
+
+const (
+	testCluster = "c-test"
+	testToken   = "t"
+)
+
+// env is an emulator served over HTTP, a Cloud on it and an SDK client to
+// look at the emulator behind the Cloud's back (its requests count too, so
+// tests that count take differences around the code under test).
+type env struct {
+	t      *testing.T
+	emu    *emucs.Emulator
+	url    string
+	cloud  *Cloud
+	client *Client
+	sdk    *sdk.Client
+	ctx    context.Context
+}
+
+func newEnv(t *testing.T, cfg emucs.Config) *env {
+	t.Helper()
+	return newEnvToken(t, cfg, testToken)
+}
+
+// newEnvToken is newEnv with a default token, which the emulator must accept
+// when cfg.Tokens is set.
+func newEnvToken(t *testing.T, cfg emucs.Config, token string) *env {
+	t.Helper()
+	e, err := emucs.New(cfg)
+	if err != nil {
+		t.Fatalf("emulator: %v", err)
+	}
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	v := &env{t: t, emu: e, url: srv.URL + "/", ctx: context.Background()}
+	v.cloud = New(Options{BaseURL: v.url, DefaultToken: token})
+	cl, err := v.cloud.Client("")
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	v.client = cl.(*Client)
+	v.sdk = sdk.NewClient(srv.Client())
+	v.sdk.BaseURL, _ = url.Parse(v.url)
+	v.sdk.AuthToken = token
+	return v
+}
+
+func (v *env) spec(mutate func(p *v1beta1.CloudscaleMachineProviderSpec)) *Spec {
+	v.t.Helper()
+	return parseSpec(v.t, mutate)
+}
+
+// parseSpec builds a spec through ParseSpec, from a minimal valid one.
+func parseSpec(t *testing.T, mutate func(p *v1beta1.CloudscaleMachineProviderSpec)) *Spec {
+	t.Helper()
+	p := &v1beta1.CloudscaleMachineProviderSpec{Zone: "rma1", Flavor: "flex-4-1", Image: "debian-12"}
+	if mutate != nil {
+		mutate(p)
+	}
+	raw, err := v1beta1.RawExtension(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, errs := New(Options{}).ParseSpec(machinev1.ProviderSpec{Value: raw}, v1beta1.SpecPath)
+	if len(errs) > 0 {
+		t.Fatalf("spec: %v", errs.ToAggregate())
+	}
+	return s.(*Spec)
+}
+
+func ref(name string) cloud.MachineRef { return cloud.MachineRef{Name: name, ClusterID: testCluster} }
+
+func (v *env) create(name string, spec *Spec) *cloud.Server {
+	v.t.Helper()
+	s, err := v.client.CreateServer(v.ctx, ref(name), spec, nil)
+	if err != nil {
+		v.t.Fatalf("creating %s: %v", name, err)
+	}
+	return s
+}
+
+func (v *env) server(id string) *sdk.Server {
+	v.t.Helper()
+	s, err := v.sdk.Servers.Get(v.ctx, id)
+	if err != nil {
+		v.t.Fatalf("reading server %s: %v", id, err)
+	}
+	return s
+}
+
+func (v *env) volume(id string) *sdk.Volume {
+	v.t.Helper()
+	vol, err := v.sdk.Volumes.Get(v.ctx, id)
+	if err != nil {
+		v.t.Fatalf("reading volume %s: %v", id, err)
+	}
+	return vol
+}
+
+func (v *env) groups() []sdk.ServerGroup {
+	v.t.Helper()
+	l, err := v.sdk.ServerGroups.List(v.ctx)
+	if err != nil {
+		v.t.Fatalf("listing server groups: %v", err)
+	}
+	return l
+}
+
+func (v *env) servers() []sdk.Server {
+	v.t.Helper()
+	l, err := v.sdk.Servers.List(v.ctx)
+	if err != nil {
+		v.t.Fatalf("listing servers: %v", err)
+	}
+	return l
+}
+
+// calls returns what fn cost in API requests: the total and the requests by
+// route.
+func (v *env) calls(fn func()) (int64, map[string]int64) {
+	h := v.emu.Harness()
+	before := h.Requests()
+	total := h.Total()
+	fn()
+	after := h.Requests()
+	diff := map[string]int64{}
+	for k, n := range after {
+		if d := n - before[k]; d != 0 {
+			diff[k] = d
+		}
+	}
+	return h.Total() - total, diff
+}
+
+func asInvalid(t *testing.T, err error) *cloud.InvalidConfigError {
+	t.Helper()
+	var ic *cloud.InvalidConfigError
+	if !errors.As(err, &ic) {
+		t.Fatalf("error %v (%T), want an InvalidConfigError", err, err)
+	}
+	return ic
+}
+
+func asRetryable(t *testing.T, err error) *cloud.RetryableError {
+	t.Helper()
+	var re *cloud.RetryableError
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v (%T), want a RetryableError", err, err)
+	}
+	return re
+}
+
+func mustNotContain(t *testing.T, err error, secrets ...string) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	for _, s := range secrets {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("error %q contains the secret %q", err, s)
+		}
+	}
+}

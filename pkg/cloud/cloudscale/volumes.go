@@ -1,0 +1,54 @@
+package cloudscale
+
+import (
+	"context"
+	"maps"
+
+	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+)
+
+// setVolumeTags replaces a volume's tags.
+func (c *Client) setVolumeTags(ctx context.Context, id string, tags sdk.TagMap) error {
+	req := &sdk.VolumeUpdateRequest{}
+	req.Tags = &tags
+	return c.call(ctx, "volume.update", func(ctx context.Context) error {
+		return c.sdk.Volumes.Update(ctx, id, req)
+	})
+}
+
+// syncVolumeTags reads a volume and replaces its tags if they differ.
+func (c *Client) syncVolumeTags(ctx context.Context, id string, tags sdk.TagMap) error {
+	var v *sdk.Volume
+	err := c.call(ctx, "volume.get", func(ctx context.Context) (err error) {
+		v, err = c.sdk.Volumes.Get(ctx, id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if maps.Equal(v.Tags, tags) {
+		return nil
+	}
+	return c.setVolumeTags(ctx, id, tags)
+}
+
+func (c *Client) rememberRootTags(serverID string, tags sdk.TagMap) {
+	c.rootTagsMu.Lock()
+	c.rootTags[serverID] = tagsHash(tags)
+	c.rootTagsMu.Unlock()
+}
+
+// rootTagsCurrent reports whether this process last left the server's root
+// volume with these tags.
+func (c *Client) rootTagsCurrent(serverID string, tags sdk.TagMap) bool {
+	c.rootTagsMu.Lock()
+	defer c.rootTagsMu.Unlock()
+	h, ok := c.rootTags[serverID]
+	return ok && h == tagsHash(tags)
+}
+
+func (c *Client) forgetRootTags(serverID string) {
+	c.rootTagsMu.Lock()
+	delete(c.rootTags, serverID)
+	c.rootTagsMu.Unlock()
+}

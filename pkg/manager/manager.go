@@ -1,0 +1,153 @@
+// Package manager assembles the provider's controllers on a controller-runtime
+// manager: the machine-api-operator's machine controller driving our
+// actuator, and the capacity publisher. The manager subcommand, the tests
+// and the benchmark all start it through here, so they run the same wiring.
+package manager
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	apifeatures "github.com/openshift/api/features"
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	machinecontroller "github.com/openshift/machine-api-operator/pkg/controller/machine"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/appuio/machine-api-provider/pkg/actuator"
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+)
+
+// Options configure the manager.
+type Options struct {
+	// Cloud the Machines run on.
+	Cloud cloud.Cloud
+	// Namespace to watch Machines, MachineSets and secrets in; "" for all.
+	Namespace string
+	// MaxConcurrentReconciles of the machine controller: Machines are
+	// provisioned this many at a time.
+	MaxConcurrentReconciles int
+	// SyncPeriod is how often every Machine is reconciled without a change.
+	SyncPeriod time.Duration
+	// CapacityPublisher runs the MachineSet capacity publisher too.
+	CapacityPublisher bool
+
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	LeaderElection         bool
+	LeaderElectionID       string
+	// LeaderElectionNamespace defaults to Namespace.
+	LeaderElectionNamespace string
+
+	Log logr.Logger
+
+	// KubeAPIQPS and KubeAPIBurst limit the manager's requests to the
+	// Kubernetes API; every Machine takes a few writes to provision.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+
+	// AllowManyPerProcess lets tests start several managers in one process
+	// (controller names are otherwise unique per process).
+	AllowManyPerProcess bool
+}
+
+// Scheme holds the kinds the provider reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := machinev1.Install(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New builds a manager with the provider's controllers; Start runs it.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if o.Cloud == nil {
+		return nil, fmt.Errorf("no cloud")
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 10
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = o.Namespace
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = o.Cloud.Name() + "-machine-api-provider"
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	if o.KubeAPIQPS > 0 {
+		cfg.QPS = o.KubeAPIQPS
+	}
+	if o.KubeAPIBurst > 0 {
+		cfg.Burst = o.KubeAPIBurst
+	}
+	cacheOpts := cache.Options{}
+	if o.SyncPeriod > 0 {
+		cacheOpts.SyncPeriod = &o.SyncPeriod
+	}
+	if o.Namespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Cache:                   cacheOpts,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		Logger:                  o.Log,
+		Controller:              config.Controller{SkipNameValidation: &o.AllowManyPerProcess},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+
+	act := actuator.New(mgr.GetClient(), o.Cloud, mgr.GetEventRecorderFor(o.Cloud.Name()+"-actuator"), o.Log.WithName("actuator"))
+	gate, err := FeatureGate()
+	if err != nil {
+		return nil, err
+	}
+	if err := machinecontroller.AddWithActuatorOpts(mgr, act, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}, gate); err != nil {
+		return nil, fmt.Errorf("adding the machine controller: %w", err)
+	}
+	if o.CapacityPublisher {
+		if err := addCapacityPublisher(mgr, o); err != nil {
+			return nil, fmt.Errorf("adding the capacity publisher: %w", err)
+		}
+	}
+	return mgr, nil
+}
+
+// FeatureGate is the gate the machine-api-operator's controllers consult;
+// the provider does not take part in the Cluster API migration, so that
+// stays off.
+func FeatureGate() (featuregate.MutableFeatureGate, error) {
+	gate := featuregate.NewFeatureGate()
+	err := gate.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+		featuregate.Feature(apifeatures.FeatureGateMachineAPIMigration): {Default: false, PreRelease: featuregate.Alpha},
+	})
+	return gate, err
+}
