@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
@@ -327,4 +328,88 @@ func TestAntiAffinitySpreadsOverGroupsOfFour(t *testing.T) {
 	if total != 9 {
 		t.Errorf("%d servers in groups, want 9", total)
 	}
+}
+
+func TestImmutableChangeAsksForReplacement(t *testing.T) {
+	e := env(t)
+	e.StartManager(t, manager.Options{})
+	createMachine(t, e, "worker-a", spec(nil))
+	m := waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
+
+	m.Spec.ProviderSpec.Value.Raw = []byte(spec(func(s map[string]any) {
+		s["flavor"] = "plus-16-4"
+		s["tags"] = map[string]string{"team": "storage"}
+	}))
+	if err := e.Client.Update(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, 60*time.Second, "SpecInSync False naming the flavor", func() (bool, error) {
+		var st v1beta1.CloudscaleMachineProviderStatus
+		_ = json.Unmarshal(getMachine(t, e, "worker-a").Status.ProviderStatus.Raw, &st)
+		for _, c := range st.Conditions {
+			if c.Type == "SpecInSync" && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "spec.providerSpec.value.flavor") {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %v", st.Conditions)
+	})
+	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "ReplacementRequired") {
+		t.Errorf("no ReplacementRequired event:\n%s", fixture.EventText(e.Events(t, "worker-a")))
+	}
+	// Tags are mutable: they follow the spec; the flavor stays.
+	fixture.Eventually(t, 30*time.Second, "server tags in sync", func() (bool, error) {
+		s := serversOf(t, e, "worker-a")
+		return len(s) == 1 && s[0].Tags["team"] == "storage" && s[0].Flavor.Slug == "flex-8-4", nil
+	})
+	if n := len(serversOf(t, e, "worker-a")); n != 1 {
+		t.Errorf("%d servers; a spec change must never make a second one", n)
+	}
+}
+
+func TestTransientErrorsAreRetried(t *testing.T) {
+	e := env(t)
+	h := e.Emulator.Harness()
+	for _, r := range []harness.Rule{
+		{Route: createPOST, ErrorRate: 1, ErrorStatus: 503, Times: 1},
+		{Route: createPOST, ErrorRate: 1, ErrorStatus: 429, RetryAfterSeconds: 1, Times: 1},
+	} {
+		if err := h.AddRule(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.StartManager(t, manager.Options{})
+	createMachine(t, e, "worker-a", spec(nil))
+	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
+	if n := h.Count(createPOST); n != 3 {
+		t.Errorf("%d create calls, want 3 (503, 429, success)", n)
+	}
+	if n := len(serversOf(t, e, "worker-a")); n != 1 {
+		t.Errorf("%d servers, want 1", n)
+	}
+	events := fixture.EventText(e.Events(t, "worker-a"))
+	if !strings.Contains(events, "retrying in 1s") {
+		t.Errorf("the 429's Retry-After is not honoured in the events:\n%s", events)
+	}
+	if !provisioningObserved(t) {
+		t.Errorf("no provisioning duration was recorded")
+	}
+}
+
+// provisioningObserved reports whether the provisioning metric has samples.
+func provisioningObserved(t *testing.T) bool {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "machine_api_provider_machine_provisioning_duration_seconds" {
+			for _, m := range f.GetMetric() {
+				if m.GetHistogram().GetSampleCount() > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
