@@ -9,6 +9,10 @@ type ServerInfo struct {
 	Zone   string
 	Flavor string
 	Tags   map[string]string
+	// What the flavor and the root volume give the server.
+	VCPUs, MemoryGB, GPUs, RootVolumeGB int
+	// PrivateIPs and PublicIPs of its interfaces.
+	PrivateIPs, PublicIPs []string
 }
 
 // Servers returns the servers of the account, oldest first.
@@ -22,7 +26,26 @@ func (e *Emulator) Servers() []ServerInfo {
 		for k, v := range s.Tags {
 			tags[k] = v
 		}
-		out = append(out, ServerInfo{UUID: s.UUID, Name: s.Name, Status: s.Status, Zone: s.Zone, Flavor: s.Flavor, Tags: tags})
+		info := ServerInfo{UUID: s.UUID, Name: s.Name, Status: s.Status, Zone: s.Zone, Flavor: s.Flavor, Tags: tags}
+		if f := findFlavor(s.Flavor); f != nil {
+			info.VCPUs, info.MemoryGB = f.VCPUCount, f.MemoryGB
+			if f.GPU != nil {
+				info.GPUs = f.GPU.Count
+			}
+		}
+		if vols := e.world.serverVolumes(s.UUID); len(vols) > 0 {
+			info.RootVolumeGB = vols[0].SizeGB
+		}
+		for _, i := range s.Interfaces {
+			for _, a := range i.Addresses {
+				if i.Type == "public" {
+					info.PublicIPs = append(info.PublicIPs, a.Address)
+				} else {
+					info.PrivateIPs = append(info.PrivateIPs, a.Address)
+				}
+			}
+		}
+		out = append(out, info)
 	}
 	return out
 }

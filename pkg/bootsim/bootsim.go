@@ -1,0 +1,193 @@
+// Package bootsim plays the part of booting servers in the local cluster:
+// when an emulated server is running, its Node registers as the kubelet of
+// an OpenShift worker would — named as its Machine's NodeInternalDNS, with
+// the server's provider ID, addresses and capacity — and kwok keeps it
+// Ready. When the server is gone, its Node stops heartbeating, as a dead
+// kubelet's does, and the node controller finds it NotReady.
+package bootsim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/localcluster"
+)
+
+// Options configure the simulation.
+type Options struct {
+	// RegisterDelay is how long after its server runs a Node registers:
+	// the OS boot and kubelet start the emulator does not model.
+	RegisterDelay time.Duration
+	// MaxPods per Node (OpenShift's default is 250).
+	MaxPods int
+	// Interval between looks at the emulator.
+	Interval time.Duration
+	Log      logr.Logger
+}
+
+// Simulator registers and abandons Nodes for the servers of an emulator.
+type Simulator struct {
+	client   client.Client
+	emulator *emucs.Emulator
+	o        Options
+	running  map[string]time.Time // server UUID -> first seen running
+}
+
+// New returns a simulator; Run starts it.
+func New(c client.Client, emu *emucs.Emulator, o Options) *Simulator {
+	if o.MaxPods == 0 {
+		o.MaxPods = 250
+	}
+	if o.Interval == 0 {
+		o.Interval = 500 * time.Millisecond
+	}
+	return &Simulator{client: c, emulator: emu, o: o, running: map[string]time.Time{}}
+}
+
+// Run simulates until ctx ends.
+func (s *Simulator) Run(ctx context.Context) error {
+	t := time.NewTicker(s.o.Interval)
+	defer t.Stop()
+	for {
+		if err := s.Step(ctx); err != nil && ctx.Err() == nil {
+			s.o.Log.Error(err, "boot simulation step failed")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Step registers the Nodes of servers that have booted and abandons those
+// of servers that are gone.
+func (s *Simulator) Step(ctx context.Context) error {
+	servers := s.emulator.Servers()
+	alive := map[string]bool{}
+	for _, srv := range servers {
+		providerID := "cloudscale://" + srv.UUID
+		alive[providerID] = true
+		if srv.Status != "running" {
+			continue
+		}
+		first, seen := s.running[srv.UUID]
+		if !seen {
+			s.running[srv.UUID] = time.Now()
+			first = time.Now()
+		}
+		if time.Since(first) < s.o.RegisterDelay {
+			continue
+		}
+		if err := s.register(ctx, srv, providerID); err != nil {
+			return err
+		}
+	}
+	var nodes corev1.NodeList
+	if err := s.client.List(ctx, &nodes); err != nil {
+		return err
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.Spec.ProviderID == "" || alive[n.Spec.ProviderID] || n.Annotations[localcluster.KwokNodeAnnotation] == "" {
+			continue
+		}
+		// The server is gone: its kubelet no longer reports.
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"`+localcluster.KwokNodeAnnotation+`":null}}}`))
+		if err := s.client.Patch(ctx, n, patch); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		s.o.Log.Info("server gone, node stops heartbeating", "node", n.Name)
+	}
+	for id := range s.running {
+		if !alive["cloudscale://"+id] {
+			delete(s.running, id)
+		}
+	}
+	return nil
+}
+
+// register creates the Node of a running server unless it exists.
+func (s *Simulator) register(ctx context.Context, srv emucs.ServerInfo, providerID string) error {
+	name := srv.Name
+	// The kubelet names its Node as the Machine's NodeInternalDNS says.
+	var machines machinev1.MachineList
+	if err := s.client.List(ctx, &machines); err != nil {
+		return err
+	}
+	for _, m := range machines.Items {
+		if m.Spec.ProviderID != nil && *m.Spec.ProviderID == providerID {
+			for _, a := range m.Status.Addresses {
+				if a.Type == corev1.NodeInternalDNS {
+					name = a.Address
+				}
+			}
+		}
+	}
+	var existing corev1.Node
+	err := s.client.Get(ctx, client.ObjectKey{Name: name}, &existing)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	node := nodeFor(srv, name, providerID, s.o.MaxPods)
+	if err := s.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("registering node %s: %w", name, err)
+	}
+	s.o.Log.Info("server booted, node registered", "node", name, "providerID", providerID)
+	return nil
+}
+
+func nodeFor(srv emucs.ServerInfo, name, providerID string, maxPods int) *corev1.Node {
+	region := srv.Zone
+	for len(region) > 0 && region[len(region)-1] >= '0' && region[len(region)-1] <= '9' {
+		region = region[:len(region)-1]
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(int64(srv.VCPUs), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(int64(srv.MemoryGB)<<30, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(srv.RootVolumeGB)<<30, resource.BinarySI),
+	}
+	if srv.GPUs > 0 {
+		capacity["nvidia.com/gpu"] = *resource.NewQuantity(int64(srv.GPUs), resource.DecimalSI)
+	}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				"kubernetes.io/hostname":           name,
+				"kubernetes.io/os":                 "linux",
+				"kubernetes.io/arch":               "amd64",
+				"node.kubernetes.io/instance-type": srv.Flavor,
+				"topology.kubernetes.io/zone":      srv.Zone,
+				"topology.kubernetes.io/region":    region,
+				"node-role.kubernetes.io/worker":   "",
+			},
+			Annotations: map[string]string{localcluster.KwokNodeAnnotation: "fake"},
+		},
+		Spec: corev1.NodeSpec{ProviderID: providerID},
+	}
+	n.Status.Capacity, n.Status.Allocatable = capacity, capacity
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}}
+	for _, ip := range srv.PrivateIPs {
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+	}
+	for _, ip := range srv.PublicIPs {
+		if len(srv.PrivateIPs) == 0 {
+			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+		}
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: ip})
+	}
+	n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.34.4", OperatingSystem: "linux", Architecture: "amd64", OSImage: "Red Hat Enterprise Linux CoreOS (emulated)", MachineID: srv.UUID, SystemUUID: srv.UUID}
+	return n
+}

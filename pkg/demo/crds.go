@@ -1,0 +1,27 @@
+package demo
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// openShiftCRDs are the CRDs an OpenShift cluster has that the Machine API
+// needs: Machine, MachineSet, MachineHealthCheck and Infrastructure, as the
+// openshift/api module in go.mod defines them.
+func openShiftCRDs() ([]string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
+	if err != nil {
+		return nil, fmt.Errorf("locating the openshift/api module (run from the repository): %w", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	machine := filepath.Join(dir, "machine", "v1beta1", "zz_generated.crd-manifests")
+	config := filepath.Join(dir, "config", "v1", "zz_generated.crd-manifests")
+	return []string{
+		filepath.Join(machine, "0000_10_machine-api_01_machines-Default.crd.yaml"),
+		filepath.Join(machine, "0000_10_machine-api_01_machinesets-Default.crd.yaml"),
+		filepath.Join(machine, "0000_10_machine-api_01_machinehealthchecks.crd.yaml"),
+		filepath.Join(config, "0000_10_config-operator_01_infrastructures-Default.crd.yaml"),
+	}, nil
+}

@@ -1,0 +1,245 @@
+// Package demo stands up the whole autoscaling loop on one machine — a
+// local control plane shaped like OpenShift's, the cloudscale.ch emulator,
+// this provider, the machine-api-operator's MachineSet, nodelink and
+// MachineHealthCheck controllers, simulated booting, and the real
+// cluster-autoscaler — and drives the scenario of `make demo` and
+// `make e2e` on it.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
+	machinecontroller "github.com/openshift/machine-api-operator/pkg/controller"
+	"github.com/openshift/machine-api-operator/pkg/controller/machinehealthcheck"
+	"github.com/openshift/machine-api-operator/pkg/controller/machineset"
+	"github.com/openshift/machine-api-operator/pkg/controller/nodelink"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/appuio/machine-api-provider/pkg/bootsim"
+	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/localcluster"
+	"github.com/appuio/machine-api-provider/pkg/manager"
+)
+
+// Namespace of the Machine API, as on OpenShift.
+const Namespace = "openshift-machine-api"
+
+// ClusterID is the local cluster's infrastructure name.
+const ClusterID = "demo-7xk2p"
+
+// Options configure the environment.
+type Options struct {
+	// BinDir holds the tools `make tools` builds, cluster-autoscaler included.
+	BinDir string
+	// Dir receives the kubeconfig and the logs.
+	Dir string
+	// BootTime is how long an emulated server is "changing"; RegisterDelay
+	// how long after that its Node registers.
+	BootTime, RegisterDelay time.Duration
+	// Autoscaler starts the cluster-autoscaler.
+	Autoscaler bool
+	// ScaleDownUnneeded is how long a node must be unneeded before the
+	// autoscaler removes it.
+	ScaleDownUnneeded time.Duration
+	Log               logr.Logger
+}
+
+// Env is the running environment.
+type Env struct {
+	Cluster    *localcluster.Cluster
+	Client     client.Client
+	Emulator   *emucs.Emulator
+	Autoscaler *localcluster.Process
+	cancel     context.CancelFunc
+	stops      []func()
+}
+
+// Start starts everything. Stop stops it, also after an error.
+func Start(o Options) (*Env, error) {
+	if o.ScaleDownUnneeded == 0 {
+		o.ScaleDownUnneeded = 20 * time.Second
+	}
+	// The machine-api-operator's controllers log through klog.
+	klog.SetLogger(o.Log.WithName("machine-api"))
+	crds, err := openShiftCRDs()
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.Cluster, err = localcluster.Start(localcluster.Options{BinDir: o.BinDir, CRDs: crds, Dir: o.Dir})
+	if err != nil {
+		return e, err
+	}
+	scheme, err := manager.Scheme()
+	if err != nil {
+		return e, err
+	}
+	if err := configv1.Install(scheme); err != nil {
+		return e, err
+	}
+	if e.Client, err = client.New(e.Cluster.Config, client.Options{Scheme: scheme}); err != nil {
+		return e, err
+	}
+	if err := e.openShiftObjects(ctx); err != nil {
+		return e, err
+	}
+
+	e.Emulator, err = emucs.New(emucs.Config{BootTime: o.BootTime})
+	if err != nil {
+		return e, err
+	}
+	srv := httptest.NewServer(e.Emulator)
+	e.stops = append(e.stops, srv.Close)
+
+	mgr, err := manager.New(e.Cluster.Config, manager.Options{
+		Cloud:                  cscloud.New(cscloud.Options{BaseURL: srv.URL + "/", DefaultToken: "demo"}),
+		Namespace:              Namespace,
+		CapacityPublisher:      true,
+		MetricsBindAddress:     "0",
+		HealthProbeBindAddress: "0",
+		Log:                    o.Log.WithName("provider"),
+		AllowManyPerProcess:    true,
+	})
+	if err != nil {
+		return e, err
+	}
+	e.run(ctx, mgr.Start)
+	if err := e.startMachineAPIControllers(ctx, e.Cluster.Config, o.Log); err != nil {
+		return e, err
+	}
+	sim := bootsim.New(e.Client, e.Emulator, bootsim.Options{RegisterDelay: o.RegisterDelay, Log: o.Log.WithName("boot")})
+	e.run(ctx, sim.Run)
+
+	if o.Autoscaler {
+		bin := filepath.Join(o.BinDir, "cluster-autoscaler")
+		if _, err := os.Stat(bin); err != nil {
+			return e, fmt.Errorf("%s is missing: run `make tools`", bin)
+		}
+		e.Autoscaler, err = e.Cluster.StartProcess("cluster-autoscaler", bin, autoscalerArgs(e.Cluster.Kubeconfig, o.ScaleDownUnneeded),
+			[]string{"CAPI_GROUP=machine.openshift.io"})
+		if err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+// autoscalerArgs configure upstream's cluster-autoscaler for a laptop: its
+// clusterapi provider discovers the MachineSets of the namespace, and scans
+// and scales down in seconds rather than minutes.
+func autoscalerArgs(kubeconfig string, unneeded time.Duration) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--cloud-provider=clusterapi",
+		"--node-group-auto-discovery=clusterapi:namespace=" + Namespace,
+		"--scan-interval=5s",
+		"--scale-down-enabled=true",
+		"--scale-down-delay-after-add=" + unneeded.String(),
+		"--scale-down-unneeded-time=" + unneeded.String(),
+		"--scale-down-delay-after-delete=0s",
+		"--scale-down-delay-after-failure=10s",
+		"--max-node-provision-time=5m",
+		"--skip-nodes-with-local-storage=false",
+		"--skip-nodes-with-system-pods=false",
+		"--expander=least-waste",
+		"--leader-elect=false",
+		"--v=2",
+	}
+}
+
+// openShiftObjects creates what OpenShift would have: the Machine API
+// namespace and the Infrastructure object of a platform the
+// machine-api-operator does not know.
+func (e *Env) openShiftObjects(ctx context.Context) error {
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
+		return err
+	}
+	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	infra.Spec.PlatformSpec.Type = configv1.ExternalPlatformType
+	if err := e.Client.Create(ctx, infra); err != nil {
+		return err
+	}
+	infra.Status = configv1.InfrastructureStatus{
+		InfrastructureName:   ClusterID,
+		PlatformStatus:       &configv1.PlatformStatus{Type: configv1.ExternalPlatformType},
+		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
+	}
+	return e.Client.Status().Update(ctx, infra)
+}
+
+// startMachineAPIControllers runs the machine-api-operator's MachineSet,
+// nodelink and MachineHealthCheck controllers, as the operator's
+// machine-api-controllers Deployment would.
+func (e *Env) startMachineAPIControllers(ctx context.Context, cfg *rest.Config, log logr.Logger) error {
+	scheme, err := manager.Scheme()
+	if err != nil {
+		return err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 50, 100
+	skip := true
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{Namespace: {}}},
+		Logger:     log.WithName("machine-api"),
+		Controller: config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		return err
+	}
+	gate, err := manager.FeatureGate()
+	if err != nil {
+		return err
+	}
+	if err := machinecontroller.AddToManagerWithFeatureGates(mgr, ctrl.Options{}, gate, machineset.Add); err != nil {
+		return err
+	}
+	if err := machinecontroller.AddToManager(mgr, ctrl.Options{}, nodelink.Add, machinehealthcheck.Add); err != nil {
+		return err
+	}
+	e.run(ctx, mgr.Start)
+	return nil
+}
+
+func (e *Env) run(ctx context.Context, f func(context.Context) error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = f(ctx)
+	}()
+	e.stops = append(e.stops, func() { <-done })
+}
+
+// Stop stops everything it started, the autoscaler first.
+func (e *Env) Stop() error {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	for i := len(e.stops) - 1; i >= 0; i-- {
+		e.stops[i]()
+	}
+	if e.Cluster != nil {
+		return e.Cluster.Stop()
+	}
+	return errors.New("nothing was started")
+}

@@ -1,0 +1,208 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// WorkloadNamespace and WorkloadName name the demo's Deployment.
+const (
+	WorkloadNamespace = "default"
+	WorkloadName      = "demo-app"
+	MachineSetName    = ClusterID + "-worker-rma1"
+)
+
+// MachineSet returns the worker MachineSet: no replicas, and the
+// autoscaler's bounds as a MachineAutoscaler would annotate them.
+func MachineSet(flavor string, min, max int) *machinev1.MachineSet {
+	labels := map[string]string{
+		"machine.openshift.io/cluster-api-cluster":      ClusterID,
+		"machine.openshift.io/cluster-api-machineset":   MachineSetName,
+		"machine.openshift.io/cluster-api-machine-role": "worker",
+		"machine.openshift.io/cluster-api-machine-type": "worker",
+	}
+	zero := int32(0)
+	ms := &machinev1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: MachineSetName, Namespace: Namespace,
+			Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": ClusterID},
+			Annotations: map[string]string{
+				"machine.openshift.io/cluster-api-autoscaler-node-group-min-size": fmt.Sprint(min),
+				"machine.openshift.io/cluster-api-autoscaler-node-group-max-size": fmt.Sprint(max),
+			},
+		},
+		Spec: machinev1.MachineSetSpec{
+			Replicas: &zero,
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{
+				"machine.openshift.io/cluster-api-cluster":    ClusterID,
+				"machine.openshift.io/cluster-api-machineset": MachineSetName,
+			}},
+			Template: machinev1.MachineTemplateSpec{ObjectMeta: machinev1.ObjectMeta{Labels: labels}},
+		},
+	}
+	ms.Spec.Template.Spec.ObjectMeta.Labels = map[string]string{"node-role.kubernetes.io/worker": ""}
+	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(fmt.Sprintf(
+		`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"antiAffinityKey":"worker"}`, flavor))}
+	return ms
+}
+
+// Workload is a Deployment whose pods fit on no node there is.
+func Workload(replicas int32, cpu string) *appsv1.Deployment {
+	labels := map[string]string{"app": WorkloadName}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: WorkloadName, Namespace: WorkloadNamespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name: "app", Image: "registry.example/demo-app:1",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+					}},
+					NodeSelector: map[string]string{"node-role.kubernetes.io/worker": ""},
+				},
+			},
+		},
+	}
+}
+
+// ScaleWorkload sets the Deployment's replicas.
+func (e *Env) ScaleWorkload(ctx context.Context, replicas int32) error {
+	patch := client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)))
+	return e.Client.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: WorkloadName, Namespace: WorkloadNamespace}}, patch)
+}
+
+// State is what the demo shows and the e2e test checks.
+type State struct {
+	Replicas                 int32
+	Machines                 map[string]int // by phase
+	MachineCount             int
+	Servers, ServersRunning  int
+	Nodes, NodesReady        int
+	PodsPending, PodsRunning int
+}
+
+// Observe reads the State.
+func (e *Env) Observe(ctx context.Context) (State, error) {
+	st := State{Machines: map[string]int{}}
+	var ms machinev1.MachineSet
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: MachineSetName}, &ms); err == nil && ms.Spec.Replicas != nil {
+		st.Replicas = *ms.Spec.Replicas
+	}
+	var machines machinev1.MachineList
+	if err := e.Client.List(ctx, &machines, client.InNamespace(Namespace)); err != nil {
+		return st, err
+	}
+	for _, m := range machines.Items {
+		phase := "Pending"
+		if m.Status.Phase != nil && *m.Status.Phase != "" {
+			phase = *m.Status.Phase
+		}
+		if m.DeletionTimestamp != nil {
+			phase = "Deleting"
+		}
+		st.Machines[phase]++
+		st.MachineCount++
+	}
+	for _, s := range e.Emulator.Servers() {
+		st.Servers++
+		if s.Status == "running" {
+			st.ServersRunning++
+		}
+	}
+	var nodes corev1.NodeList
+	if err := e.Client.List(ctx, &nodes); err != nil {
+		return st, err
+	}
+	for _, n := range nodes.Items {
+		st.Nodes++
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				st.NodesReady++
+			}
+		}
+	}
+	var pods corev1.PodList
+	if err := e.Client.List(ctx, &pods, client.InNamespace(WorkloadNamespace), client.MatchingLabels{"app": WorkloadName}); err != nil {
+		return st, err
+	}
+	for _, p := range pods.Items {
+		switch {
+		case p.DeletionTimestamp != nil:
+		case p.Status.Phase == corev1.PodRunning:
+			st.PodsRunning++
+		case p.Status.Phase == corev1.PodPending:
+			st.PodsPending++
+		}
+	}
+	return st, nil
+}
+
+// String is one line of the progress view.
+func (s State) String() string {
+	phases := make([]string, 0, len(s.Machines))
+	for p, n := range s.Machines {
+		phases = append(phases, fmt.Sprintf("%d %s", n, p))
+	}
+	sort.Strings(phases)
+	machines := "none"
+	if len(phases) > 0 {
+		machines = strings.Join(phases, ", ")
+	}
+	return fmt.Sprintf("replicas %d | machines: %-34s | servers %d (%d running) | nodes %d/%d Ready | pods %d running, %d pending",
+		s.Replicas, machines, s.Servers, s.ServersRunning, s.NodesReady, s.Nodes, s.PodsRunning, s.PodsPending)
+}
+
+// Milestones records when the loop reached each step.
+type Milestones struct {
+	start                                            time.Time
+	FirstMachine, FirstServerRunning, FirstNodeReady time.Duration
+	AllPodsRunning, ScaleDownStarted, ZeroServers    time.Duration
+}
+
+// Watch prints the State every interval via show and records milestones,
+// until until says the scenario step is done or ctx ends.
+func (e *Env) Watch(ctx context.Context, m *Milestones, interval time.Duration, show func(time.Duration, State), until func(State) bool) (State, error) {
+	if m.start.IsZero() {
+		m.start = time.Now()
+	}
+	for {
+		st, err := e.Observe(ctx)
+		if err != nil {
+			return st, err
+		}
+		el := time.Since(m.start)
+		mark := func(d *time.Duration, reached bool) {
+			if *d == 0 && reached {
+				*d = el
+			}
+		}
+		mark(&m.FirstMachine, st.MachineCount > 0)
+		mark(&m.FirstServerRunning, st.ServersRunning > 0)
+		mark(&m.FirstNodeReady, st.NodesReady > 0)
+		if show != nil {
+			show(el, st)
+		}
+		if until(st) {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}

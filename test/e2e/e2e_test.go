@@ -1,0 +1,121 @@
+// Package e2e runs the whole autoscaling loop on the local control plane
+// (see pkg/demo) and asserts it. `make e2e` runs it; plain `go test ./...`
+// skips it, as it takes minutes.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/pkg/demo"
+	"github.com/appuio/machine-api-provider/pkg/testenv"
+)
+
+func start(t *testing.T, autoscaler bool) *demo.Env {
+	t.Helper()
+	if os.Getenv("E2E") == "" {
+		t.Skip("end-to-end test: run `make e2e` (E2E=1)")
+	}
+	bin, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	logFile, err := os.Create(filepath.Join(dir, "demo.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 2})
+	e, err := demo.Start(demo.Options{BinDir: bin, Dir: dir, BootTime: 3 * time.Second, RegisterDelay: 2 * time.Second, Autoscaler: autoscaler, Log: log})
+	t.Cleanup(func() {
+		if e != nil {
+			_ = e.Stop()
+		}
+		logFile.Close()
+		if t.Failed() {
+			t.Logf("logs are in %s", dir)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func watch(t *testing.T, e *demo.Env, m *demo.Milestones, timeout time.Duration, what string, until func(demo.State) bool) demo.State {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	last := ""
+	st, err := e.Watch(ctx, m, time.Second, func(el time.Duration, st demo.State) {
+		if s := st.String(); s != last {
+			t.Logf("[%5.1fs] %s", el.Seconds(), s)
+			last = s
+		}
+	}, until)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last: %s)", what, err, st)
+	}
+	return st
+}
+
+// Machines, servers and Nodes line up: every Machine's NodeInternalDNS is
+// its Node's name and the Node's providerID is the Machine's.
+func assertLinked(t *testing.T, e *demo.Env) {
+	t.Helper()
+	ctx := context.Background()
+	var machines machinev1.MachineList
+	if err := e.Client.List(ctx, &machines, client.InNamespace(demo.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range machines.Items {
+		if m.Status.NodeRef == nil {
+			t.Errorf("machine %s has no node", m.Name)
+			continue
+		}
+		dns := ""
+		for _, a := range m.Status.Addresses {
+			if a.Type == corev1.NodeInternalDNS {
+				dns = a.Address
+			}
+		}
+		var node corev1.Node
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, &node); err != nil {
+			t.Errorf("machine %s: node %s: %v", m.Name, m.Status.NodeRef.Name, err)
+			continue
+		}
+		if dns != node.Name {
+			t.Errorf("machine %s: NodeInternalDNS %q, node name %q", m.Name, dns, node.Name)
+		}
+		if m.Spec.ProviderID == nil || node.Spec.ProviderID != *m.Spec.ProviderID {
+			t.Errorf("machine %s: providerID %v, node's %q", m.Name, m.Spec.ProviderID, node.Spec.ProviderID)
+		}
+	}
+}
+
+func TestMachineSetScaledByHand(t *testing.T) {
+	e := start(t, false)
+	ctx := context.Background()
+	ms := demo.MachineSet("flex-8-4", 0, 3)
+	if err := e.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))
+	if err := e.Client.Patch(ctx, ms, patch); err != nil {
+		t.Fatal(err)
+	}
+	var m demo.Milestones
+	watch(t, e, &m, 3*time.Minute, "2 Machines Running with Ready Nodes", func(s demo.State) bool {
+		return s.Machines["Running"] == 2 && s.NodesReady == 2
+	})
+	assertLinked(t, e)
+}
