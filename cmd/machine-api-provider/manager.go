@@ -30,7 +30,8 @@ func managerCommand() *cobra.Command {
 		Long: `Run the provider: the machine-api-operator's machine controller driving this
 provider's actuator, which turns Machines into servers and back, and the capacity
 publisher, which annotates MachineSets so the cluster autoscaler can scale them
-from zero.
+from zero. It serves the admission webhooks that default and validate the
+provider spec of Machines and MachineSets (docs/webhook.md).
 
 The cloud's default API token comes from the environment (CLOUDSCALE_API_TOKEN);
 a Machine's spec may name a secret with another one (tokenSecret). The token is
@@ -38,7 +39,7 @@ never logged.`,
 		Example: `  # against a cluster, in the namespace the Machines live in
   CLOUDSCALE_API_TOKEN=... machine-api-provider manager --namespace openshift-machine-api
 
-  # against the emulator (make emulator), from a laptop
+  # against the emulator (make emulator), from a laptop, without the webhooks
   CLOUDSCALE_API_TOKEN=any machine-api-provider manager --kubeconfig ~/.kube/config \
     --cloudscale-api-url http://127.0.0.1:8282/ --leader-elect=false`,
 		Args: cobra.NoArgs,
@@ -77,6 +78,8 @@ never logged.`,
 	f.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "burst of requests to the Kubernetes API")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every Machine is reconciled without a change")
 	f.BoolVar(&o.CapacityPublisher, "capacity-publisher", true, "annotate MachineSets with the capacity of their flavor, for scaling from zero")
+	f.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhooks for Machines and MachineSets, e.g. 9443 (0: no webhooks; see docs/webhook.md)")
+	f.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", "/etc/machine-api-provider/tls", "directory with the webhooks' serving certificate, tls.crt and tls.key (the OpenShift service CA's secret, mounted)")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8081", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9440", "address of /healthz and /readyz")
 	f.BoolVar(&o.LeaderElection, "leader-elect", true, "take part in leader election, so only one replica acts")

@@ -173,6 +173,9 @@ type Milestones struct {
 	AllPodsRunning, ScaleDownStarted, ZeroServers    time.Duration
 }
 
+// Elapsed is the time since the first Watch began.
+func (m *Milestones) Elapsed() time.Duration { return time.Since(m.start) }
+
 // Watch prints the State every interval via show and records milestones,
 // until until says the scenario step is done or ctx ends.
 func (e *Env) Watch(ctx context.Context, m *Milestones, interval time.Duration, show func(time.Duration, State), until func(State) bool) (State, error) {

@@ -1,10 +1,12 @@
 // Package manager assembles the provider's controllers on a controller-runtime
 // manager: the machine-api-operator's machine controller driving our
-// actuator, and the capacity publisher. The manager subcommand, the tests
-// and the benchmark all start it through here, so they run the same wiring.
+// actuator, the capacity publisher and the admission webhooks. The manager
+// subcommand, the tests and the benchmark all start it through here, so they
+// run the same wiring.
 package manager
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -22,9 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/webhooks"
 )
 
 // Options configure the manager.
@@ -58,6 +62,19 @@ type Options struct {
 	// AllowManyPerProcess lets tests start several managers in one process
 	// (controller names are otherwise unique per process).
 	AllowManyPerProcess bool
+
+	// Webhook serves the admission webhooks for Machines and MachineSets.
+	Webhook WebhookOptions
+}
+
+// WebhookOptions configure the admission webhook server (pkg/webhooks).
+type WebhookOptions struct {
+	// Port to serve HTTPS on; 0 disables the webhooks.
+	Port int
+	// CertDir holds the serving certificate and key, tls.crt and tls.key
+	// (as the OpenShift service CA writes them into its secret). They are
+	// reloaded when they change.
+	CertDir string
 }
 
 // Scheme holds the kinds the provider reads and writes.
@@ -104,7 +121,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.Namespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   cacheOpts,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -114,7 +131,17 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		Logger:                  o.Log,
 		Controller:              config.Controller{SkipNameValidation: &o.AllowManyPerProcess},
-	})
+	}
+	if o.Webhook.Port != 0 {
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
+			Port:    o.Webhook.Port,
+			CertDir: o.Webhook.CertDir,
+			// HTTP/1.1 only: HTTP/2 stream resets (CVE-2023-44487) are
+			// not worth the exposure for a few requests a minute.
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+		})
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +159,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := machinecontroller.AddWithActuatorOpts(mgr, act, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}, gate); err != nil {
 		return nil, fmt.Errorf("adding the machine controller: %w", err)
+	}
+	if o.Webhook.Port != 0 {
+		webhooks.SetupWithManager(mgr, o.Cloud)
+		// Ready once the webhooks are served: the Service sends the API
+		// server's admission requests only to ready pods.
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, err
+		}
 	}
 	if o.CapacityPublisher {
 		if err := addCapacityPublisher(mgr, o); err != nil {

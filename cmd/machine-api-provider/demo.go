@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/spf13/cobra"
+
+	"github.com/appuio/machine-api-provider/pkg/demo"
+)
+
+func demoCommand() *cobra.Command {
+	var (
+		o              demo.Options
+		flavor, cpu    string
+		pods, maxNodes int
+		keep           bool
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Show the autoscaling loop on this machine: from zero workers to enough and back",
+		Long: `Start a local OpenShift-like control plane with the cloudscale.ch emulator, this
+provider, the machine-api-operator's MachineSet, nodelink and MachineHealthCheck
+controllers and the real cluster-autoscaler; then deploy pods that fit nowhere and
+watch the autoscaler scale a MachineSet up from zero, and back to zero when the
+pods are gone. Needs the tools of ` + "`make tools`" + ` in --bin-dir.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			out := cmd.OutOrStdout()
+			if o.Dir == "" {
+				dir, err := os.MkdirTemp("", "machine-api-provider-demo-")
+				if err != nil {
+					return err
+				}
+				o.Dir = dir
+				// Nothing is left behind, but the logs of a failed run.
+				defer func() {
+					if err == nil {
+						_ = os.RemoveAll(dir)
+					} else {
+						fmt.Fprintf(out, "the logs are in %s\n", dir)
+					}
+				}()
+			}
+			logFile, err := os.Create(filepath.Join(o.Dir, "demo.log"))
+			if err != nil {
+				return err
+			}
+			defer logFile.Close()
+			o.Log = funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 2})
+			o.Autoscaler = true
+			return runDemo(cmd.Context(), out, o, flavor, cpu, int32(pods), maxNodes, keep)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.BinDir, "bin-dir", "bin", "directory with the binaries `make tools` builds")
+	f.StringVar(&o.Dir, "dir", "", "directory for the kubeconfig and logs (default: a new temporary one)")
+	f.DurationVar(&o.BootTime, "boot-time", 5*time.Second, "how long an emulated server takes to boot")
+	f.DurationVar(&o.RegisterDelay, "register-delay", 3*time.Second, "how long after booting its Node registers")
+	f.DurationVar(&o.ScaleDownUnneeded, "scale-down-unneeded", 20*time.Second, "how long a node must be unneeded before the autoscaler removes it")
+	f.StringVar(&flavor, "flavor", "flex-8-4", "flavor of the worker MachineSet")
+	f.StringVar(&cpu, "pod-cpu", "1500m", "CPU each demo pod requests")
+	f.IntVar(&pods, "pods", 6, "pods of the demo workload")
+	f.IntVar(&maxNodes, "max-nodes", 4, "the MachineSet's autoscaling maximum")
+	f.BoolVar(&keep, "keep", true, "leave the cluster up for exploring after the scenario, until Ctrl-C")
+	return cmd
+}
+
+func runDemo(ctx context.Context, out io.Writer, o demo.Options, flavor, cpu string, pods int32, maxNodes int, keep bool) error {
+	step := func(format string, args ...any) { fmt.Fprintf(out, "\n==> "+format+"\n", args...) }
+	step("starting etcd, kube-apiserver, controller-manager, scheduler, kwok, the cloudscale.ch emulator, the provider, the machine-api controllers and the cluster-autoscaler (logs in %s)", o.Dir)
+	e, err := demo.Start(o)
+	defer func() {
+		step("stopping everything")
+		if e != nil {
+			_ = e.Stop()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	step("MachineSet %s: flavor %s, 0 replicas, autoscaling between 0 and %d", demo.MachineSetName, flavor, maxNodes)
+	if err := e.Client.Create(ctx, demo.MachineSet(flavor, 0, maxNodes)); err != nil {
+		return err
+	}
+	step("Deployment %s: %d pods of %s CPU each; no worker exists to run them", demo.WorkloadName, pods, cpu)
+	if err := e.Client.Create(ctx, demo.Workload(pods, cpu)); err != nil {
+		return err
+	}
+	var m demo.Milestones
+	show := progress(out)
+	if _, err := e.Watch(ctx, &m, time.Second, show, func(s demo.State) bool { return s.PodsRunning == int(pods) }); err != nil {
+		return err
+	}
+	m.AllPodsRunning = m.Elapsed()
+	step("scale-up done: first Machine after %s, first server running after %s, first Node Ready after %s, all %d pods Running after %s",
+		round(m.FirstMachine), round(m.FirstServerRunning), round(m.FirstNodeReady), pods, round(m.AllPodsRunning))
+
+	step("Deployment %s scaled to 0: the autoscaler removes the unneeded nodes after %s", demo.WorkloadName, o.ScaleDownUnneeded)
+	if err := e.ScaleWorkload(ctx, 0); err != nil {
+		return err
+	}
+	down := time.Now()
+	if _, err := e.Watch(ctx, &m, time.Second, show, func(s demo.State) bool { return s.Servers == 0 && s.Replicas == 0 && s.MachineCount == 0 }); err != nil {
+		return err
+	}
+	step("scale-down done: zero servers %s after the workload went", round(time.Since(down)))
+
+	if !keep {
+		return nil
+	}
+	step("the cluster stays up; explore it with\n    export KUBECONFIG=%s\n    kubectl get machinesets,machines -n %s\nCtrl-C stops everything and removes it", e.Cluster.Kubeconfig, demo.Namespace)
+	<-ctx.Done()
+	return nil
+}
+
+// progress prints the state when it changes, with the time since start.
+func progress(out io.Writer) func(time.Duration, demo.State) {
+	last := ""
+	return func(el time.Duration, s demo.State) {
+		if line := s.String(); line != last {
+			fmt.Fprintf(out, "[%6.1fs] %s\n", el.Seconds(), line)
+			last = line
+		}
+	}
+}
+
+func round(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
