@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
+)
+
+func deployerCommand() *cobra.Command {
+	var (
+		o          deployer.ManagerOptions
+		kubeconfig string
+		zapOpts    zap.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "deployer",
+		Short: "Deploy the Machine API controllers where the machine-api-operator deploys none",
+		Long: `Deploy the Machine API controllers on a cluster whose platform the
+machine-api-operator does not know (None, External), where it deploys none.
+
+The deployer reads the release's images from the operator's ConfigMap
+machine-api-operator-images and applies the Deployment
+machine-api-controllers-cloudscale: the operator's machineset, nodelink and
+machine-healthcheck controllers, this provider's manager as the machine
+controller, and kube-rbac-proxy sidecars for their metrics. It rolls the
+controllers when the images change (a cluster upgrade) and puts the
+Deployment back when it is deleted or edited.
+
+Where the operator runs its own machine-api-controllers (a platform it
+supports), the deployer stands back and says so in the ConfigMap
+machine-api-provider-deployer-status and in an event.`,
+		Example: `  # in the cluster, from the provider's image
+  machine-api-provider deployer --provider-image "$PROVIDER_IMAGE"
+
+  # from a laptop
+  machine-api-provider deployer --kubeconfig ~/.kube/config --leader-elect=false \
+    --provider-image ghcr.io/appuio/machine-api-provider:v0.1.0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := zap.New(zap.UseFlagOptions(&zapOpts))
+			ctrl.SetLogger(log)
+			klog.SetLogger(log)
+			o.Log = log
+			if o.ProviderImage == "" {
+				return errors.New("--provider-image (or $PROVIDER_IMAGE) is required: the image the machine-controller runs")
+			}
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rules.ExplicitPath = kubeconfig
+			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+			if err != nil {
+				return fmt.Errorf("kubeconfig: %w", err)
+			}
+			mgr, err := deployer.NewManager(cfg, o)
+			if err != nil {
+				return err
+			}
+			log.Info("starting deployer", "namespace", o.Namespace, "providerImage", o.ProviderImage)
+			return mgr.Start(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&o.Namespace, "namespace", deployer.DefaultNamespace, "namespace of the machine-api-operator's images ConfigMap and of the Deployment")
+	f.StringVar(&o.ProviderImage, "provider-image", os.Getenv("PROVIDER_IMAGE"), "image of this provider, run as the machine-controller (default $PROVIDER_IMAGE)")
+	f.StringVar(&o.TokenSecret, "token-secret", "cloudscale-token", "secret whose key \"token\" is the provider's default cloudscale.ch API token (optional: Machines may name their own)")
+	f.StringVar(&o.ServiceAccount, "service-account", "machine-api-controllers", "service account of the controllers")
+	f.StringVar(&o.CloudscaleAPIURL, "cloudscale-api-url", "", "cloudscale.ch API base URL handed to the provider (default: the real API)")
+	f.BoolVar(&o.WithoutMachineHealthCheck, "without-machine-healthcheck", false, "leave out the machine-healthcheck controller")
+	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
+	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9441", "address of /healthz and /readyz")
+	f.BoolVar(&o.LeaderElection, "leader-elect", true, "take part in leader election, so only one replica acts")
+	f.StringVar(&o.LeaderElectionID, "leader-election-id", "", "name of the leader election lease in --namespace (default: machine-api-provider-deployer)")
+	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
+	zapOpts.BindFlags(logFlags)
+	f.AddGoFlagSet(logFlags)
+	return cmd
+}

@@ -1,0 +1,406 @@
+// Package deployer runs the Machine API controllers on clusters whose
+// platform the machine-api-operator does not know (None, External). There
+// the operator deploys nothing; the deployer applies a Deployment equivalent
+// to the operator's machine-api-controllers: the operator's machineset,
+// nodelink and machine-healthcheck controllers from the release's
+// machine-api-operator image, this provider's manager as the machine
+// controller, and kube-rbac-proxy sidecars for the metrics.
+//
+// The images come from the operator's ConfigMap machine-api-operator-images
+// (key images.json), which every release updates, so a cluster upgrade rolls
+// the controllers. The Deployment (machine-api-controllers-cloudscale) is
+// applied server-side with the field manager machine-api-provider-deployer
+// and forced ownership: a deleted Deployment is recreated, and a field the
+// deployer sets that someone edits is set back. Fields the deployer does not
+// set (an added annotation, say) are left alone, as server-side apply does.
+// The Deployment carries no owner reference: the images ConfigMap belongs
+// to the operator, and the controllers should keep running while the
+// deployer itself is restarted or replaced.
+//
+// When the operator runs its own machine-api-controllers Deployment (a
+// supported platform), the deployer refuses: it does not apply its
+// Deployment, deletes it if it had applied it before, and reports why. Two
+// machine controllers would otherwise fight over the same Machines.
+//
+// # Status
+//
+// A Deployment has no room for conditions of its own, and the deployer has
+// no custom resource, so it reports in a ConfigMap it owns next to the
+// Deployment, machine-api-provider-deployer-status: key "conditions" holds
+// a JSON list of metav1.Conditions (today one, type Deployed), readable
+// with `oc get cm machine-api-provider-deployer-status -o yaml` and
+// ReadConditions. Every change of the condition is also an event on that
+// ConfigMap (Warning when not deployed, Normal when applied), so
+// `oc describe cm machine-api-provider-deployer-status` tells the story
+// even when the images ConfigMap or the Deployment does not exist. The
+// status is written only when the condition changes.
+package deployer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// What the deployer reads and writes besides its Deployment.
+const (
+	// DefaultNamespace is where OpenShift runs the Machine API.
+	DefaultNamespace = "openshift-machine-api"
+	// ImagesConfigMap is the machine-api-operator's list of the release's
+	// images, under ImagesKey.
+	ImagesConfigMap = "machine-api-operator-images"
+	ImagesKey       = "images.json"
+	// OperatorDeploymentName is the Deployment the machine-api-operator
+	// runs on the platforms it supports.
+	OperatorDeploymentName = "machine-api-controllers"
+	// StatusConfigMap holds the deployer's conditions under StatusKey.
+	StatusConfigMap = "machine-api-provider-deployer-status"
+	StatusKey       = "conditions"
+)
+
+// ConditionDeployed is True when the Deployment is applied with the current
+// images, False with one of the reasons below when it is not.
+const ConditionDeployed = "Deployed"
+
+// Condition reasons; the events have the same reasons.
+const (
+	// ReasonApplied: the Deployment is applied with the images of
+	// images.json.
+	ReasonApplied = "Applied"
+	// ReasonOperatorDeploymentPresent: the machine-api-operator runs its
+	// own controllers here; the deployer stands back.
+	ReasonOperatorDeploymentPresent = "OperatorDeploymentPresent"
+	// ReasonImagesUnavailable: the images ConfigMap or its images.json is
+	// missing. A Deployment applied before is left running.
+	ReasonImagesUnavailable = "ImagesUnavailable"
+	// ReasonImagesInvalid: images.json cannot be read or names no
+	// machine-api-operator or kube-rbac-proxy image.
+	ReasonImagesInvalid = "ImagesInvalid"
+	// ReasonApplyFailed: the API server refused the Deployment; retried
+	// with backoff.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonDeploymentDeleted is the event when the deployer deletes the
+	// Deployment it had applied, because the operator deployed its own.
+	ReasonDeploymentDeleted = "DeploymentDeleted"
+)
+
+// Options configure the Reconciler; zero values take the defaults.
+type Options struct {
+	// Namespace of the images ConfigMap, the operator's Deployment and
+	// ours. Default openshift-machine-api.
+	Namespace string
+	// ProviderImage is the image of this provider (required).
+	ProviderImage string
+	// TokenSecret holds the default cloudscale.ch API token under key
+	// "token". Default cloudscale-token.
+	TokenSecret string
+	// ServiceAccount of the controllers. Default machine-api-controllers,
+	// which the machine-api-operator's manifests create and bind on every
+	// platform.
+	ServiceAccount string
+	// CloudscaleAPIURL is handed to the provider when set.
+	CloudscaleAPIURL string
+	// WithoutMachineHealthCheck leaves the machine-healthcheck controller
+	// out.
+	WithoutMachineHealthCheck bool
+	// Name of the controller, also the source of its events. Default
+	// machine-api-provider-deployer.
+	Name string
+}
+
+func (o *Options) setDefaults() {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.TokenSecret == "" {
+		o.TokenSecret = "cloudscale-token"
+	}
+	if o.ServiceAccount == "" {
+		o.ServiceAccount = "machine-api-controllers"
+	}
+	if o.Name == "" {
+		o.Name = ManagedByValue
+	}
+}
+
+// Reconciler applies the controllers Deployment.
+type Reconciler struct {
+	client   client.Client
+	reader   client.Reader
+	recorder record.EventRecorder
+	opts     Options
+}
+
+// New returns a Reconciler that reads the watched objects with c (a cached
+// client in a manager), reads its status ConfigMap with reader (uncached:
+// the cache holds only the images ConfigMap), writes with c and reports
+// with recorder.
+func New(c client.Client, reader client.Reader, recorder record.EventRecorder, opts Options) (*Reconciler, error) {
+	opts.setDefaults()
+	if opts.ProviderImage == "" {
+		return nil, fmt.Errorf("deployer: no provider image")
+	}
+	if reader == nil {
+		reader = c
+	}
+	return &Reconciler{client: c, reader: reader, recorder: recorder, opts: opts}, nil
+}
+
+// +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=configmaps,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,namespace=openshift-machine-api,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-machine-api,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// SetupWithManager registers the controller with mgr. All its work is one
+// request: the images ConfigMap, our Deployment and the operator's
+// Deployment map to it, and it is queued once at start so that a missing
+// ConfigMap is reported too. Deployment updates count only when spec,
+// labels or annotations change, not for status.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	key := r.key()
+	toKey := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: key}}
+	})
+	named := func(names ...string) predicate.Predicate {
+		return predicate.NewPredicateFuncs(func(o client.Object) bool {
+			if o.GetNamespace() != r.opts.Namespace {
+				return false
+			}
+			for _, n := range names {
+				if o.GetName() == n {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(r.opts.Name).
+		For(&corev1.ConfigMap{}, builder.WithPredicates(named(ImagesConfigMap))).
+		Watches(&appsv1.Deployment{}, toKey, builder.WithPredicates(
+			named(DeploymentName, OperatorDeploymentName),
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
+		)).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(reconcile.Request{NamespacedName: key})
+			return nil
+		})).
+		Complete(r)
+}
+
+func (r *Reconciler) key() types.NamespacedName {
+	return types.NamespacedName{Namespace: r.opts.Namespace, Name: ImagesConfigMap}
+}
+
+// Reconcile brings the Deployment in line with the images, or stands back.
+// Nothing is requeued on a timer: every input is watched.
+func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	ns := r.opts.Namespace
+
+	operator := &appsv1.Deployment{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: OperatorDeploymentName}, operator)
+	switch {
+	case err == nil:
+		return ctrl.Result{}, r.standBack(ctx)
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
+	}
+
+	cm := &corev1.ConfigMap{}
+	if err := r.client.Get(ctx, r.key(), cm); apierrors.IsNotFound(err) {
+		return ctrl.Result{}, r.reportOnly(ctx, false, ReasonImagesUnavailable,
+			fmt.Sprintf("ConfigMap %s/%s not found: without the release's images there is nothing to deploy", ns, ImagesConfigMap))
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	data, ok := cm.Data[ImagesKey]
+	if !ok {
+		return ctrl.Result{}, r.reportOnly(ctx, false, ReasonImagesUnavailable,
+			fmt.Sprintf("ConfigMap %s/%s has no key %s", ns, ImagesConfigMap, ImagesKey))
+	}
+	images, err := ParseImages(data)
+	if err != nil {
+		return ctrl.Result{}, r.reportOnly(ctx, false, ReasonImagesInvalid,
+			fmt.Sprintf("ConfigMap %s/%s: %v", ns, ImagesConfigMap, err))
+	}
+
+	d := Deployment(Spec{
+		Namespace:                 ns,
+		Images:                    images,
+		ImagesHash:                HashImages(data),
+		ProviderImage:             r.opts.ProviderImage,
+		TokenSecret:               r.opts.TokenSecret,
+		ServiceAccount:            r.opts.ServiceAccount,
+		CloudscaleAPIURL:          r.opts.CloudscaleAPIURL,
+		WithoutMachineHealthCheck: r.opts.WithoutMachineHealthCheck,
+	})
+	if err := r.apply(ctx, d); err != nil {
+		if rerr := r.reportOnly(ctx, false, ReasonApplyFailed, fmt.Sprintf("applying Deployment %s/%s: %v", ns, DeploymentName, err)); rerr != nil {
+			log.FromContext(ctx).Error(rerr, "Writing the status failed")
+		}
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.reportOnly(ctx, true, ReasonApplied, fmt.Sprintf(
+		"Deployment %s/%s applied: machine-api-operator %s, kube-rbac-proxy %s, provider %s",
+		ns, DeploymentName, images.MachineAPIOperator, images.KubeRBACProxy, r.opts.ProviderImage))
+}
+
+// standBack removes our Deployment, if we applied one, while the operator
+// runs its own.
+func (r *Reconciler) standBack(ctx context.Context) error {
+	ns := r.opts.Namespace
+	msg := fmt.Sprintf("the machine-api-operator runs its own Deployment %s/%s (a platform it supports): not deploying %s",
+		ns, OperatorDeploymentName, DeploymentName)
+	deleted := false
+	ours := &appsv1.Deployment{}
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: DeploymentName}, ours)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case ours.Labels[ManagedByLabel] != ManagedByValue:
+		msg += fmt.Sprintf("; a Deployment %s not labelled %s=%s is left alone", DeploymentName, ManagedByLabel, ManagedByValue)
+	case ours.DeletionTimestamp.IsZero():
+		if err := r.client.Delete(ctx, ours, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Deployment %s/%s: %w", ns, DeploymentName, err)
+		}
+		deleted = true
+	}
+	status, err := r.report(ctx, false, ReasonOperatorDeploymentPresent, msg)
+	if err != nil {
+		return err
+	}
+	if deleted {
+		m := fmt.Sprintf("deleted Deployment %s/%s: the machine-api-operator runs its own %s", ns, DeploymentName, OperatorDeploymentName)
+		log.FromContext(ctx).Info(m)
+		r.recorder.Event(status, corev1.EventTypeNormal, ReasonDeploymentDeleted, m)
+	}
+	return nil
+}
+
+// apply applies d server-side, taking over any field another manager
+// changed.
+func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment) error {
+	ac, err := deploymentApplyConfiguration(d)
+	if err != nil {
+		return err
+	}
+	return r.client.Apply(ctx, ac, client.FieldOwner(ManagedByValue), client.ForceOwnership)
+}
+
+// deploymentApplyConfiguration turns d into an apply configuration. Fields
+// d leaves empty stay out of it (the configuration's fields are all
+// optional), so the deployer does not claim them; the status never goes in.
+func deploymentApplyConfiguration(d *appsv1.Deployment) (*appsv1ac.DeploymentApplyConfiguration, error) {
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	ac := &appsv1ac.DeploymentApplyConfiguration{}
+	if err := json.Unmarshal(raw, ac); err != nil {
+		return nil, err
+	}
+	ac.Status = nil
+	return ac, nil
+}
+
+// report records the Deployed condition in the status ConfigMap and, when
+// it changed, as an event there. It returns the status ConfigMap for more
+// events.
+func (r *Reconciler) report(ctx context.Context, deployed bool, reason, message string) (*corev1.ConfigMap, error) {
+	status := metav1.ConditionFalse
+	eventType := corev1.EventTypeWarning
+	if deployed {
+		status, eventType = metav1.ConditionTrue, corev1.EventTypeNormal
+	}
+	cm, conds, err := readStatus(ctx, r.reader, r.opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if !meta.SetStatusCondition(&conds, metav1.Condition{
+		Type:               ConditionDeployed,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		LastTransitionTime: metav1.NewTime(time.Now()),
+	}) {
+		return cm, nil
+	}
+	raw, err := json.MarshalIndent(conds, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	ac := corev1ac.ConfigMap(StatusConfigMap, r.opts.Namespace).
+		WithLabels(map[string]string{ManagedByLabel: ManagedByValue}).
+		WithData(map[string]string{StatusKey: string(raw)})
+	if err := r.client.Apply(ctx, ac, client.FieldOwner(ManagedByValue), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("writing ConfigMap %s/%s: %w", r.opts.Namespace, StatusConfigMap, err)
+	}
+	if cm.UID == "" {
+		// Just created. The event's reference needs the UID, or
+		// `oc describe` does not show the event.
+		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+			log.FromContext(ctx).Error(err, "Reading the status ConfigMap back failed")
+		}
+	}
+	r.recorder.Event(cm, eventType, reason, message)
+	if deployed {
+		log.FromContext(ctx).Info(message)
+	} else {
+		log.FromContext(ctx).Info("Not deployed", "reason", reason, "message", message)
+	}
+	return cm, nil
+}
+
+func (r *Reconciler) reportOnly(ctx context.Context, deployed bool, reason, message string) error {
+	_, err := r.report(ctx, deployed, reason, message)
+	return err
+}
+
+// ReadConditions returns the deployer's conditions in namespace ns; none
+// when it has not written any.
+func ReadConditions(ctx context.Context, c client.Reader, ns string) ([]metav1.Condition, error) {
+	_, conds, err := readStatus(ctx, c, ns)
+	return conds, err
+}
+
+// readStatus returns the status ConfigMap (only its name and namespace
+// when it does not exist) and its conditions.
+func readStatus(ctx context.Context, c client.Reader, ns string) (*corev1.ConfigMap, []metav1.Condition, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: StatusConfigMap}, cm)
+	if apierrors.IsNotFound(err) {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: StatusConfigMap, Namespace: ns}}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var conds []metav1.Condition
+	if raw := cm.Data[StatusKey]; raw != "" {
+		if err := json.Unmarshal([]byte(raw), &conds); err != nil {
+			// a hand-edited status is rewritten, not fatal
+			conds = nil
+		}
+	}
+	return cm, conds, nil
+}

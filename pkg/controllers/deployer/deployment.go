@@ -1,0 +1,440 @@
+package deployer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// Images are the entries of the machine-api-operator's images.json that the
+// controllers Deployment runs. The file has an entry per supported cloud
+// too; those are not read.
+type Images struct {
+	// MachineAPIOperator runs the machineset, nodelink and
+	// machine-healthcheck controllers.
+	MachineAPIOperator string `json:"machineAPIOperator"`
+	// KubeRBACProxy guards the metrics endpoints.
+	KubeRBACProxy string `json:"kubeRBACProxy"`
+}
+
+// ParseImages reads images.json. Both images must be named.
+func ParseImages(data string) (Images, error) {
+	var im Images
+	if err := json.Unmarshal([]byte(data), &im); err != nil {
+		return Images{}, fmt.Errorf("%s is not valid JSON: %w", ImagesKey, err)
+	}
+	var missing []string
+	if strings.TrimSpace(im.MachineAPIOperator) == "" {
+		missing = append(missing, "machineAPIOperator")
+	}
+	if strings.TrimSpace(im.KubeRBACProxy) == "" {
+		missing = append(missing, "kubeRBACProxy")
+	}
+	if len(missing) > 0 {
+		return Images{}, errors.New(ImagesKey + " names no image for " + strings.Join(missing, " and "))
+	}
+	return im, nil
+}
+
+// HashImages is the digest of images.json put on the pod template, so that
+// any change of the release's images rolls the pods.
+func HashImages(data string) string {
+	sum := sha256.Sum256([]byte(data))
+	return hex.EncodeToString(sum[:])
+}
+
+// Spec is everything the controllers Deployment is built from.
+type Spec struct {
+	// Namespace of the Deployment and of the Machines it manages.
+	Namespace string
+	// Images from the machine-api-operator's images.json.
+	Images Images
+	// ImagesHash is HashImages of images.json; it goes on the pod template.
+	ImagesHash string
+	// ProviderImage runs this provider's manager as the machine-controller.
+	ProviderImage string
+	// TokenSecret names the secret whose key "token" becomes the provider's
+	// default cloudscale.ch API token. The reference is optional: Machines
+	// may name their own token secret instead.
+	TokenSecret string
+	// ServiceAccount the pods run as.
+	ServiceAccount string
+	// CloudscaleAPIURL, when set, points the provider at another API (the
+	// emulator in a demo).
+	CloudscaleAPIURL string
+	// WithoutMachineHealthCheck leaves out the machine-healthcheck
+	// controller and its metrics proxy.
+	WithoutMachineHealthCheck bool
+}
+
+// Names, labels and annotations of the Deployment.
+const (
+	// DeploymentName is our Deployment's name; the operator's own is
+	// OperatorDeploymentName, so the two never clash.
+	DeploymentName = "machine-api-controllers-cloudscale"
+	// ManagedByLabel marks what the deployer applies.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByValue is ManagedByLabel's value, and the field manager of
+	// the deployer's server-side applies.
+	ManagedByValue = "machine-api-provider-deployer"
+	// ImagesHashAnnotation on the pod template is HashImages of the
+	// images.json the pods were built from.
+	ImagesHashAnnotation = "machine.appuio.io/images-hash"
+	// instanceLabel tells our pods apart from the operator's in the
+	// Deployment's selector (its selector is immutable).
+	instanceLabel = "app.kubernetes.io/instance"
+)
+
+// Container names. The machine-api-operator's Deployment uses the same
+// ones, so runbooks and `oc logs -c` work the same on both.
+const (
+	MachineSetContainer         = "machineset-controller"
+	MachineContainer            = "machine-controller"
+	NodeLinkContainer           = "nodelink-controller"
+	MachineHealthCheckContainer = "machine-healthcheck-controller"
+	ProxyContainerPrefix        = "kube-rbac-proxy-"
+)
+
+// Ports. The Services the machine-api-operator's manifests install on every
+// platform (machine-api-controllers for metrics, machine-api-operator-webhook
+// for the MachineSet and Machine webhooks) select the pods by the labels
+// api=clusterapi and k8s-app=controller and target these port names.
+const (
+	machineSetWebhookPort = 8443
+	machineHealthPort     = 9440
+	machineSetHealthPort  = 9441
+	mhcHealthPort         = 9442
+
+	// The controllers serve metrics on the loopback only; the
+	// kube-rbac-proxy sidecars publish them with TLS and authorization.
+	machineMetricsAddr    = "127.0.0.1:8081"
+	machineSetMetricsAddr = "127.0.0.1:8082"
+	mhcMetricsAddr        = "127.0.0.1:8083"
+
+	machineMetricsPort    = 8441
+	machineSetMetricsPort = 8442
+	mhcMetricsPort        = 8444
+)
+
+// Health port names. The operator names all three "healthz"; distinct
+// names spare the API server's warning about duplicate port names in a pod.
+const (
+	machineSetHealthPortName = "ms-healthz"
+	machineHealthPortName    = "machine-healthz"
+	mhcHealthPortName        = "mhc-healthz"
+)
+
+// Volumes the pods mount. The secrets are the service CA's serving
+// certificates for the Services above; the ConfigMaps come with the
+// machine-api-operator's manifests.
+const (
+	proxyConfigVolume       = "config"
+	proxyConfigMap          = "kube-rbac-proxy"
+	proxyTLSVolume          = "machine-api-controllers-tls"
+	machineSetWebhookVolume = "machineset-webhook-cert"
+	machineSetWebhookSecret = "machine-api-operator-webhook-cert"
+	trustedCAVolume         = "trusted-ca"
+	trustedCAConfigMap      = "mao-trusted-ca"
+
+	webhookCertDir = "/etc/machine-api-operator/tls"
+	proxyConfigDir = "/etc/kube-rbac-proxy"
+	proxyTLSDir    = "/etc/tls/private"
+	trustedCADir   = "/etc/pki/ca-trust/extracted/pem"
+)
+
+// The TLS 1.2 suites OpenShift's intermediate profile allows.
+var proxyCipherSuites = strings.Join([]string{
+	"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+	"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+	"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+	"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+	"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
+	"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+}, ",")
+
+// podLabels are the labels the machine-api-operator's Services select.
+func podLabels() map[string]string {
+	return map[string]string{"api": "clusterapi", "k8s-app": "controller"}
+}
+
+// Deployment builds the controllers Deployment: the machine-api-operator's
+// machineset, nodelink and machine-healthcheck controllers, this provider's
+// manager as the machine controller, and a kube-rbac-proxy in front of each
+// metrics endpoint, placed and prioritised as the operator places its own.
+func Deployment(s Spec) *appsv1.Deployment {
+	selector := podLabels()
+	selector[instanceLabel] = DeploymentName
+	tmplLabels := podLabels()
+	tmplLabels[instanceLabel] = DeploymentName
+	tmplLabels[ManagedByLabel] = ManagedByValue
+	labels := podLabels()
+	labels[ManagedByLabel] = ManagedByValue
+
+	containers := []corev1.Container{
+		machineSetContainer(s),
+		machineContainer(s),
+		nodeLinkContainer(s),
+	}
+	if !s.WithoutMachineHealthCheck {
+		containers = append(containers, mhcContainer(s))
+	}
+	containers = append(containers,
+		proxyContainer(s.Images.KubeRBACProxy, "machineset-mtrc", machineSetMetricsPort, machineSetMetricsAddr),
+		proxyContainer(s.Images.KubeRBACProxy, "machine-mtrc", machineMetricsPort, machineMetricsAddr),
+	)
+	if !s.WithoutMachineHealthCheck {
+		containers = append(containers, proxyContainer(s.Images.KubeRBACProxy, "mhc-mtrc", mhcMetricsPort, mhcMetricsAddr))
+	}
+
+	return &appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      DeploymentName,
+			Namespace: s.Namespace,
+			Labels:    labels,
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels: tmplLabels,
+					Annotations: map[string]string{
+						// workload partitioning: the pods count as
+						// management workload, like the operator's
+						"target.workload.openshift.io/management": `{"effect": "PreferredDuringScheduling"}`,
+						"openshift.io/required-scc":               "restricted-v2",
+						"kubectl.kubernetes.io/default-container": MachineContainer,
+						ImagesHashAnnotation:                      s.ImagesHash,
+					},
+				},
+				Spec: corev1.PodSpec{
+					Containers:         containers,
+					ServiceAccountName: s.ServiceAccount,
+					PriorityClassName:  "system-node-critical",
+					NodeSelector:       map[string]string{"node-role.kubernetes.io/master": ""},
+					Tolerations: []corev1.Toleration{
+						{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+						{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},
+						{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](120)},
+						{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](120)},
+					},
+					Volumes: volumes(),
+				},
+			},
+		},
+	}
+}
+
+// requests are the operator's requests for every container.
+func requests() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("10m"),
+		corev1.ResourceMemory: resource.MustParse("20Mi"),
+	}}
+}
+
+// maoArgs are the flags the machine-api-operator's controllers share:
+// klog to stderr, leader election with the operator's lease duration, and
+// the namespace to watch.
+func maoArgs(ns string) []string {
+	return []string{
+		"--logtostderr=true",
+		"--v=3",
+		"--leader-elect=true",
+		"--leader-elect-lease-duration=120s",
+		"--namespace=" + ns,
+	}
+}
+
+func httpProbe(path, port string) corev1.ProbeHandler {
+	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(port)}}
+}
+
+func machineSetContainer(s Spec) corev1.Container {
+	args := append(maoArgs(s.Namespace),
+		// The provider takes no part in the migration to Cluster API;
+		// pinned off so that a release enabling it by default does not
+		// hand MachineSets to a Cluster API that is not there.
+		"--feature-gates=MachineAPIMigration=false",
+		"--metrics-bind-address="+machineSetMetricsAddr,
+	)
+	return corev1.Container{
+		Name:    MachineSetContainer,
+		Image:   s.Images.MachineAPIOperator,
+		Command: []string{"/machineset-controller"},
+		Args:    args,
+		Ports: []corev1.ContainerPort{
+			{Name: "webhook-server", ContainerPort: machineSetWebhookPort},
+			{Name: machineSetHealthPortName, ContainerPort: machineSetHealthPort},
+		},
+		// Up to five minutes to come up (the webhook certificate may be
+		// issued after the pod starts), then the usual checks.
+		StartupProbe: &corev1.Probe{
+			ProbeHandler:     httpProbe("/readyz", machineSetHealthPortName),
+			PeriodSeconds:    10,
+			TimeoutSeconds:   10,
+			FailureThreshold: 30,
+			SuccessThreshold: 1,
+		},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:     httpProbe("/readyz", machineSetHealthPortName),
+			PeriodSeconds:    10,
+			TimeoutSeconds:   5,
+			FailureThreshold: 3,
+			SuccessThreshold: 1,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:     httpProbe("/healthz", machineSetHealthPortName),
+			PeriodSeconds:    10,
+			TimeoutSeconds:   5,
+			FailureThreshold: 3,
+			SuccessThreshold: 1,
+		},
+		Resources:                requests(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: machineSetWebhookVolume, MountPath: webhookCertDir, ReadOnly: true},
+		},
+	}
+}
+
+// machineContainer is this provider's manager in the place of the
+// operator's per-cloud machine-controller-manager.
+func machineContainer(s Spec) corev1.Container {
+	env := []corev1.EnvVar{
+		{
+			Name: "CLOUDSCALE_API_TOKEN",
+			ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: s.TokenSecret},
+				Key:                  "token",
+				Optional:             ptr.To(true),
+			}},
+		},
+		{
+			Name:      "NODE_NAME",
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}},
+		},
+		{
+			// Go reads the image's own bundle (/etc/ssl/certs) and stops
+			// looking for files; the cluster's trust bundle mounted below
+			// counts only as a directory it is told about.
+			Name:  "SSL_CERT_DIR",
+			Value: trustedCADir + ":/etc/ssl/certs",
+		},
+	}
+	if s.CloudscaleAPIURL != "" {
+		env = append(env, corev1.EnvVar{Name: "CLOUDSCALE_API_URL", Value: s.CloudscaleAPIURL})
+	}
+	return corev1.Container{
+		Name:    MachineContainer,
+		Image:   s.ProviderImage,
+		Command: []string{"/machine-api-provider", "manager"},
+		Args: []string{
+			"--namespace=" + s.Namespace,
+			"--leader-elect=true",
+			"--metrics-bind-address=" + machineMetricsAddr,
+			fmt.Sprintf("--health-probe-bind-address=:%d", machineHealthPort),
+		},
+		Env: env,
+		Ports: []corev1.ContainerPort{
+			{Name: machineHealthPortName, ContainerPort: machineHealthPort},
+		},
+		ReadinessProbe:           &corev1.Probe{ProbeHandler: httpProbe("/readyz", machineHealthPortName)},
+		LivenessProbe:            &corev1.Probe{ProbeHandler: httpProbe("/healthz", machineHealthPortName)},
+		Resources:                requests(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts: []corev1.VolumeMount{
+			// the cluster's trust bundle (proxy CAs included) for the
+			// calls to the cloud's API
+			{Name: trustedCAVolume, MountPath: trustedCADir, ReadOnly: true},
+		},
+	}
+}
+
+func nodeLinkContainer(s Spec) corev1.Container {
+	return corev1.Container{
+		Name:                     NodeLinkContainer,
+		Image:                    s.Images.MachineAPIOperator,
+		Command:                  []string{"/nodelink-controller"},
+		Args:                     maoArgs(s.Namespace),
+		Resources:                requests(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+func mhcContainer(s Spec) corev1.Container {
+	return corev1.Container{
+		Name:    MachineHealthCheckContainer,
+		Image:   s.Images.MachineAPIOperator,
+		Command: []string{"/machine-healthcheck"},
+		Args:    append(maoArgs(s.Namespace), "--metrics-bind-address="+mhcMetricsAddr),
+		Ports: []corev1.ContainerPort{
+			{Name: mhcHealthPortName, ContainerPort: mhcHealthPort},
+		},
+		ReadinessProbe:           &corev1.Probe{ProbeHandler: httpProbe("/readyz", mhcHealthPortName)},
+		LivenessProbe:            &corev1.Probe{ProbeHandler: httpProbe("/healthz", mhcHealthPortName)},
+		Resources:                requests(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+// proxyContainer publishes the metrics at upstream (a loopback address) on
+// port, behind TLS and a SubjectAccessReview, as port name portName.
+func proxyContainer(image, portName string, port int32, upstream string) corev1.Container {
+	return corev1.Container{
+		Name:  ProxyContainerPrefix + portName,
+		Image: image,
+		Args: []string{
+			fmt.Sprintf("--secure-listen-address=0.0.0.0:%d", port),
+			"--upstream=http://" + upstream + "/",
+			"--config-file=" + proxyConfigDir + "/config-file.yaml",
+			"--tls-cert-file=" + proxyTLSDir + "/tls.crt",
+			"--tls-private-key-file=" + proxyTLSDir + "/tls.key",
+			"--tls-cipher-suites=" + proxyCipherSuites,
+			"--logtostderr=true",
+			"--v=3",
+		},
+		Ports:                    []corev1.ContainerPort{{Name: portName, ContainerPort: port}},
+		Resources:                requests(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: proxyConfigVolume, MountPath: proxyConfigDir, ReadOnly: true},
+			{Name: proxyTLSVolume, MountPath: proxyTLSDir, ReadOnly: true},
+		},
+	}
+}
+
+func volumes() []corev1.Volume {
+	mode := ptr.To[int32](0o644)
+	return []corev1.Volume{
+		{Name: machineSetWebhookVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  machineSetWebhookSecret,
+			DefaultMode: mode,
+			Items:       []corev1.KeyToPath{{Key: "tls.crt", Path: "tls.crt"}, {Key: "tls.key", Path: "tls.key"}},
+		}}},
+		{Name: proxyConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: proxyConfigMap},
+			DefaultMode:          mode,
+		}}},
+		{Name: proxyTLSVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  proxyTLSVolume,
+			DefaultMode: mode,
+		}}},
+		{Name: trustedCAVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: trustedCAConfigMap},
+			Items:                []corev1.KeyToPath{{Key: "ca-bundle.crt", Path: "tls-ca-bundle.pem"}},
+			Optional:             ptr.To(true),
+		}}},
+	}
+}
