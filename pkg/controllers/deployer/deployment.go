@@ -144,7 +144,14 @@ const (
 	machineSetWebhookVolume = "machineset-webhook-cert"
 	machineSetWebhookSecret = "machine-api-operator-webhook-cert"
 	trustedCAVolume         = "trusted-ca"
-	trustedCAConfigMap      = "mao-trusted-ca"
+	// The provider's own admission webhooks (docs/webhook.md): the
+	// service CA writes the certificate into this secret for the Service
+	// machine-api-provider-webhook.
+	providerWebhookVolume  = "provider-webhook-cert"
+	providerWebhookSecret  = "machine-api-provider-webhook-cert"
+	providerWebhookCertDir = "/etc/machine-api-provider/tls"
+	providerWebhookPort    = 9443
+	trustedCAConfigMap     = "mao-trusted-ca"
 
 	webhookCertDir = "/etc/machine-api-operator/tls"
 	proxyConfigDir = "/etc/kube-rbac-proxy"
@@ -345,10 +352,13 @@ func machineContainer(s Spec) corev1.Container {
 			"--leader-elect=true",
 			"--metrics-bind-address=" + machineMetricsAddr,
 			fmt.Sprintf("--health-probe-bind-address=:%d", machineHealthPort),
+			fmt.Sprintf("--webhook-port=%d", providerWebhookPort),
+			"--webhook-cert-dir=" + providerWebhookCertDir,
 		},
 		Env: env,
 		Ports: []corev1.ContainerPort{
 			{Name: machineHealthPortName, ContainerPort: machineHealthPort},
+			{Name: "provider-hooks", ContainerPort: providerWebhookPort},
 		},
 		ReadinessProbe:           &corev1.Probe{ProbeHandler: httpProbe("/readyz", machineHealthPortName)},
 		LivenessProbe:            &corev1.Probe{ProbeHandler: httpProbe("/healthz", machineHealthPortName)},
@@ -358,6 +368,7 @@ func machineContainer(s Spec) corev1.Container {
 			// the cluster's trust bundle (proxy CAs included) for the
 			// calls to the cloud's API
 			{Name: trustedCAVolume, MountPath: trustedCADir, ReadOnly: true},
+			{Name: providerWebhookVolume, MountPath: providerWebhookCertDir, ReadOnly: true},
 		},
 	}
 }
@@ -430,6 +441,9 @@ func volumes() []corev1.Volume {
 		{Name: proxyTLSVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName:  proxyTLSVolume,
 			DefaultMode: mode,
+		}}},
+		{Name: providerWebhookVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: providerWebhookSecret, DefaultMode: ptr.To[int32](0o400),
 		}}},
 		{Name: trustedCAVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: trustedCAConfigMap},
