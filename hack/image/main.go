@@ -1,0 +1,359 @@
+// Command image builds the machine-api-provider container image without a
+// container engine or registry: it puts a statically linked binary on an
+// empty base, together with what distroless/static:nonroot would provide (a
+// nonroot user 65532, CA certificates, /tmp), and writes the image as an OCI
+// image layout tarball (`oci-layout`, `index.json`, `blobs/sha256/...`).
+//
+// The output is reproducible: every timestamp (config, history, file mtimes,
+// the tarball's own entries) is --source-date-epoch, owners and modes are
+// fixed, entries are sorted, and the CA bundle comes from the pinned
+// golang.org/x/crypto/x509roots/fallback module rather than from the build
+// host. Same binary and epoch in, same digest out.
+//
+// Load the result with `docker load -i` (Docker 25+), `podman load -i`,
+// `skopeo copy oci-archive:<file> docker://<registry>/<name>:<tag>` or
+// `kind load image-archive <file>`.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/crypto/x509roots/fallback/bundle"
+)
+
+const (
+	// BinaryPath is where the binary sits in the image, and the entrypoint.
+	BinaryPath = "/machine-api-provider"
+	// NonRoot is the uid and gid the image runs as (distroless's nonroot).
+	NonRoot = 65532
+	// CABundle holds the image's CA certificates (Mozilla's, as on
+	// Debian and distroless).
+	CABundle = "/etc/ssl/certs/ca-certificates.crt"
+	// TrustBundle is where OpenShift's machine-api Deployments mount the
+	// cluster's trust bundle (proxy CAs included), the RHEL path. The
+	// image points SSL_CERT_FILE at it: Go reads that file when it is
+	// there and, either way, every file in /etc/ssl/certs, so the pod
+	// trusts the union. (Without the variable Go would stop at CABundle,
+	// the first of its default files, and never read the mounted bundle.)
+	TrustBundle = "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem"
+)
+
+// Options describe the image.
+type Options struct {
+	// Binary is the path of the statically linked binary on this machine.
+	Binary string
+	// Arch is the GOARCH the binary was built for.
+	Arch string
+	// Created is the time of every timestamp in the image.
+	Created time.Time
+	// RefName names the image in index.json, e.g. machine-api-provider:latest.
+	RefName string
+	// Revision and Source go into the OCI labels when set.
+	Revision, Source string
+}
+
+func main() {
+	var (
+		o      Options
+		out    string
+		epoch  string
+		digest string
+	)
+	flag.StringVar(&o.Binary, "binary", "", "statically linked binary to put at "+BinaryPath)
+	flag.StringVar(&o.Arch, "arch", "amd64", "GOARCH the binary was built for")
+	flag.StringVar(&epoch, "source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "Unix time of every timestamp in the image (default $SOURCE_DATE_EPOCH)")
+	flag.StringVar(&o.RefName, "name", "machine-api-provider:latest", "image name and tag recorded in index.json")
+	flag.StringVar(&o.Revision, "revision", "", "VCS revision for the org.opencontainers.image.revision label")
+	flag.StringVar(&o.Source, "source", "https://github.com/appuio/machine-api-provider", "source URL for the org.opencontainers.image.source label")
+	flag.StringVar(&out, "output", "", "OCI layout tarball to write")
+	flag.StringVar(&digest, "digest-file", "", "also write the manifest digest to this file")
+	flag.Parse()
+	if err := run(o, epoch, out, digest); err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o Options, epoch, out, digestFile string) error {
+	if o.Binary == "" || out == "" {
+		return errors.New("--binary and --output are required")
+	}
+	secs, err := strconv.ParseInt(epoch, 10, 64)
+	if err != nil {
+		return fmt.Errorf("--source-date-epoch %q: want Unix seconds (e.g. git log -1 --format=%%ct): %v", epoch, err)
+	}
+	o.Created = time.Unix(secs, 0).UTC()
+
+	img, err := Build(o)
+	if err != nil {
+		return err
+	}
+	idx := Index(img, o.RefName)
+	if err := WriteOCITarball(idx, out, o.Created); err != nil {
+		return err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		return err
+	}
+	if digestFile != "" {
+		if err := os.WriteFile(digestFile, []byte(d.String()+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("wrote %s (%s, OCI image layout tarball, %d bytes)\n  manifest digest %s\n", out, o.RefName, st.Size(), d)
+	return nil
+}
+
+// Build returns the image: a base layer (users, CA certificates, /tmp) and
+// a layer with the binary.
+func Build(o Options) (v1.Image, error) {
+	bin, err := os.ReadFile(o.Binary)
+	if err != nil {
+		return nil, err
+	}
+	certs, err := caBundle()
+	if err != nil {
+		return nil, err
+	}
+	base, err := layer(o.Created, []entry{
+		{name: "etc/", mode: 0o755},
+		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n")},
+		{name: "etc/nsswitch.conf", mode: 0o644, data: []byte("hosts: files dns\n")},
+		{name: "etc/passwd", mode: 0o644, data: []byte(
+			"root:x:0:0:root:/root:/sbin/nologin\n" +
+				"nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n" +
+				"nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")},
+		{name: "etc/ssl/", mode: 0o755},
+		{name: "etc/ssl/certs/", mode: 0o755},
+		{name: CABundle[1:], mode: 0o644, data: certs},
+		{name: "home/", mode: 0o755},
+		{name: "home/nonroot/", mode: 0o700, uid: NonRoot},
+		{name: "tmp/", mode: 0o1777},
+	})
+	if err != nil {
+		return nil, err
+	}
+	app, err := layer(o.Created, []entry{{name: BinaryPath[1:], mode: 0o755, data: bin}})
+	if err != nil {
+		return nil, err
+	}
+
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	created := v1.Time{Time: o.Created}
+	img, err = mutate.Append(img,
+		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{
+			Created: created, CreatedBy: "machine-api-provider hack/image: /etc/passwd, /etc/group, CA certificates (x509roots/fallback), /tmp", Comment: "base"}},
+		mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
+			Created: created, CreatedBy: "machine-api-provider hack/image: " + BinaryPath, Comment: "binary"}},
+	)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture = o.Arch
+	cf.OS = "linux"
+	cf.Created = created
+	labels := map[string]string{
+		"org.opencontainers.image.title":   "machine-api-provider",
+		"org.opencontainers.image.created": o.Created.Format(time.RFC3339),
+	}
+	if o.Source != "" {
+		labels["org.opencontainers.image.source"] = o.Source
+	}
+	if o.Revision != "" {
+		labels["org.opencontainers.image.revision"] = o.Revision
+	}
+	cf.Config = v1.Config{
+		User:       fmt.Sprintf("%d:%d", NonRoot, NonRoot),
+		Entrypoint: []string{BinaryPath},
+		WorkingDir: "/",
+		Env: []string{
+			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"SSL_CERT_FILE=" + TrustBundle,
+		},
+		Labels: labels,
+	}
+	return mutate.ConfigFile(img, cf)
+}
+
+// Index wraps img in an OCI image index naming it refName the way BuildKit's
+// OCI exporter does: the fully qualified name for containerd (docker load,
+// ctr import, kind load image-archive), the tag alone as the OCI ref.name
+// (skopeo's oci-archive:<file>:<tag>).
+func Index(img v1.Image, refName string) v1.ImageIndex {
+	full, tag := normalize(refName)
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	return mutate.AppendManifests(idx, mutate.IndexAddendum{
+		Add: img,
+		Descriptor: v1.Descriptor{Annotations: map[string]string{
+			"io.containerd.image.name":          full,
+			"org.opencontainers.image.ref.name": tag,
+		}},
+	})
+}
+
+// normalize returns the fully qualified form of an image reference, as a
+// Pod's image: field resolves it (machine-api-provider:latest is
+// docker.io/library/machine-api-provider:latest), and its tag.
+func normalize(ref string) (full, tag string) {
+	name, tag := ref, "latest"
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		name, tag = ref[:i], ref[i+1:]
+	}
+	first, _, found := strings.Cut(name, "/")
+	switch {
+	case !found:
+		name = "docker.io/library/" + name
+	case !strings.ContainsAny(first, ".:") && first != "localhost":
+		name = "docker.io/" + name
+	}
+	return name + ":" + tag, tag
+}
+
+// WriteOCITarball writes idx as an OCI image layout into a tarball at path,
+// with every entry owned by root, dated mtime and sorted by name.
+func WriteOCITarball(idx v1.ImageIndex, path string, mtime time.Time) error {
+	dir, err := os.MkdirTemp("", "oci-layout-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if _, err := layout.Write(dir, idx); err != nil {
+		return err
+	}
+	var entries []entry
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			entries = append(entries, entry{name: rel + "/", mode: 0o755})
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, entry{name: rel, mode: 0o644, data: data})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := writeTar(&buf, mtime, entries); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// entry is a file (data) or directory (name ending in /) in a tarball;
+// uid is also its gid.
+type entry struct {
+	name string
+	mode int64
+	uid  int
+	data []byte
+}
+
+func layer(mtime time.Time, entries []entry) (v1.Layer, error) {
+	var buf bytes.Buffer
+	if err := writeTar(&buf, mtime, entries); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
+}
+
+func writeTar(w io.Writer, mtime time.Time, entries []entry) error {
+	sorted := append([]entry(nil), entries...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	tw := tar.NewWriter(w)
+	for _, e := range sorted {
+		h := &tar.Header{
+			Name:    e.name,
+			Mode:    e.mode,
+			Uid:     e.uid,
+			Gid:     e.uid,
+			ModTime: mtime,
+			Format:  tar.FormatPAX,
+		}
+		if e.name[len(e.name)-1] == '/' {
+			h.Typeflag = tar.TypeDir
+		} else {
+			h.Typeflag = tar.TypeReg
+			h.Size = int64(len(e.data))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := tw.Write(e.data); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// caBundle returns the Mozilla NSS roots of the pinned x509roots/fallback
+// module as PEM. Roots with constraints a PEM file cannot express (NSS
+// "distrust after" dates) are left out rather than trusted without them.
+func caBundle() ([]byte, error) {
+	var buf bytes.Buffer
+	n := 0
+	for r := range bundle.Roots() {
+		if r.Constraint != nil {
+			continue
+		}
+		if err := pem.Encode(&buf, &pem.Block{Type: "CERTIFICATE", Bytes: r.Certificate}); err != nil {
+			return nil, err
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, errors.New("x509roots/fallback: no roots")
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,666 @@
+// Package manifests tests config/: the kustomizations render with the
+// pinned kustomize (bin/kustomize), every object they render is accepted by
+// a real kube-apiserver (server-side apply, dry run), the CRDs are the
+// openshift/api module's, and the RBAC is least privilege — statically
+// (no "*", no Secrets cluster-wide, every kubebuilder RBAC marker covered)
+// and in practice: rbac_test.go runs the deployer and the controllers as
+// their service accounts. webhook_test.go ties config/webhook to
+// docs/webhook.md and to the Deployment the deployer builds.
+package manifests_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/pkg/testenv"
+)
+
+// Namespace is where both kustomizations put everything namespaced.
+const Namespace = "openshift-machine-api"
+
+// The service accounts.
+const (
+	DeployerSA    = "machine-api-provider-deployer"
+	ControllersSA = "machine-api-controllers-cloudscale"
+)
+
+// fieldOwner is the field manager of the test's applies.
+const fieldOwner = "machine-api-provider-manifests-test"
+
+// kustomizations are those meant to be applied (make manifests renders them).
+var kustomizations = []string{"default", "overlays/cloudscale"}
+
+// repoRoot is two levels above this package.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// render runs the pinned kustomize on config/<dir> and returns its objects.
+func render(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	bin, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomize := filepath.Join(bin, "kustomize")
+	if _, err := os.Stat(kustomize); err != nil {
+		t.Fatalf("%s not found (%v): run `make kustomize` (or `make tools`)", kustomize, err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(kustomize, "build", filepath.Join(repoRoot(t), "config", dir))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kustomize build config/%s: %v\n%s", dir, err, stderr.String())
+	}
+	objs, err := decode(stdout.Bytes())
+	if err != nil {
+		t.Fatalf("config/%s: %v", dir, err)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("config/%s renders nothing", dir)
+	}
+	return objs
+}
+
+func decode(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+func describe(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" {
+		return fmt.Sprintf("%s %s/%s", u.GetKind(), ns, u.GetName())
+	}
+	return fmt.Sprintf("%s %s", u.GetKind(), u.GetName())
+}
+
+// applyOrder puts what others depend on first: namespaces, then CRDs, then
+// the rest in rendering order.
+func applyOrder(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	rank := func(u *unstructured.Unstructured) int {
+		switch u.GetKind() {
+		case "Namespace":
+			return 0
+		case "CustomResourceDefinition":
+			return 1
+		}
+		return 2
+	}
+	out := slices.Clone(objs)
+	slices.SortStableFunc(out, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	return out
+}
+
+// apply applies u server-side as fieldOwner, for real or as a dry run.
+func apply(ctx context.Context, c client.Client, u *unstructured.Unstructured, dryRun bool) error {
+	opts := []client.ApplyOption{client.FieldOwner(fieldOwner), client.ForceOwnership}
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), opts...)
+}
+
+// served reports whether the API server serves u's kind.
+func served(c client.Client, u *unstructured.Unstructured) (bool, error) {
+	_, err := c.RESTMapper().RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version)
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// TestServerSideDryRun applies every object of each kustomization with
+// server-side apply as a dry run against a real kube-apiserver: the API
+// server's validation, defaulting and (for RBAC) escalation checks all run,
+// nothing is stored. The namespace exists, as it would on the cluster.
+// Kinds the control plane does not serve (the ServiceMonitor: its CRD comes
+// with the Prometheus operator) are checked by TestServiceMonitor instead.
+func TestServerSideDryRun(t *testing.T) {
+	_, c := testenv.Start(t)
+	ctx := context.Background()
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(Namespace)
+	if err := apply(ctx, c, ns, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kustomizations {
+		t.Run(strings.ReplaceAll(k, "/", "-"), func(t *testing.T) {
+			objs := render(t, k)
+			applied := 0
+			for _, u := range applyOrder(objs) {
+				ok, err := served(c, u)
+				if err != nil {
+					t.Fatalf("%s: %v", describe(u), err)
+				}
+				if !ok {
+					if u.GetKind() != "ServiceMonitor" {
+						t.Errorf("%s: kind %s is not served by a plain kube-apiserver", describe(u), u.GroupVersionKind())
+					}
+					continue
+				}
+				if err := apply(ctx, c, u, true); err != nil {
+					t.Errorf("%s refused: %v", describe(u), err)
+					continue
+				}
+				applied++
+			}
+			t.Logf("config/%s: %d of %d objects accepted (dry run)", k, applied, len(objs))
+		})
+	}
+}
+
+// TestNamespaces: every namespaced object lands in the Machine API's
+// namespace, and the kustomizations hold exactly what they should.
+func TestNamespaces(t *testing.T) {
+	for _, k := range kustomizations {
+		objs := render(t, k)
+		kinds := map[string]int{}
+		for _, u := range objs {
+			kinds[u.GetKind()]++
+			switch u.GetKind() {
+			case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+				"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+				if u.GetNamespace() != "" {
+					t.Errorf("config/%s: %s has a namespace", k, describe(u))
+				}
+			default:
+				if u.GetNamespace() != Namespace {
+					t.Errorf("config/%s: %s is not in %s", k, describe(u), Namespace)
+				}
+			}
+		}
+		switch k {
+		case "default":
+			// A plain cluster: CRDs and namespace; no ServiceMonitor and no
+			// webhooks (no Prometheus operator, no service CA).
+			if kinds["CustomResourceDefinition"] != 3 || kinds["Namespace"] != 1 || kinds["ServiceMonitor"] != 0 ||
+				kinds["MutatingWebhookConfiguration"]+kinds["ValidatingWebhookConfiguration"] != 0 {
+				t.Errorf("config/default: kinds %v, want 3 CRDs, the Namespace, no ServiceMonitor, no webhooks", kinds)
+			}
+		default:
+			// OpenShift: it has the CRDs and the namespace, and a service
+			// CA for the webhooks.
+			if kinds["CustomResourceDefinition"] != 0 || kinds["Namespace"] != 0 || kinds["ServiceMonitor"] != 1 ||
+				kinds["MutatingWebhookConfiguration"] != 1 || kinds["ValidatingWebhookConfiguration"] != 1 {
+				t.Errorf("config/%s: kinds %v, want no CRD, no Namespace, one ServiceMonitor, the webhook configurations", k, kinds)
+			}
+		}
+	}
+}
+
+// TestDeployerDeployment: config/deployer has the image placeholder, which
+// the kustomizations set through `images:` (`kustomize edit set image
+// machine-api-provider=...`), and PROVIDER_IMAGE follows it; the pod runs
+// as non-root without privileges; probes and resources are there.
+func TestDeployerDeployment(t *testing.T) {
+	for _, u := range render(t, "deployer") {
+		if u.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			if image := c.(map[string]any)["image"]; image != "machine-api-provider:latest" {
+				t.Errorf("config/deployer: image %v, want the placeholder machine-api-provider:latest", image)
+			}
+		}
+	}
+	for _, k := range kustomizations {
+		var d *unstructured.Unstructured
+		for _, u := range render(t, k) {
+			if u.GetKind() == "Deployment" {
+				if d != nil {
+					t.Fatalf("config/%s: more than one Deployment", k)
+				}
+				d = u
+			}
+		}
+		if d == nil {
+			t.Fatalf("config/%s: no Deployment", k)
+		}
+		str := func(fields ...string) string {
+			s, _, _ := unstructured.NestedString(d.Object, fields...)
+			return s
+		}
+		spec := []string{"spec", "template", "spec"}
+		if sa := str(append(spec, "serviceAccountName")...); sa != DeployerSA {
+			t.Errorf("config/%s: serviceAccountName %q, want %s", k, sa, DeployerSA)
+		}
+		if v, _, _ := unstructured.NestedBool(d.Object, append(spec, "securityContext", "runAsNonRoot")...); !v {
+			t.Errorf("config/%s: pod securityContext.runAsNonRoot is not true", k)
+		}
+		containers, _, _ := unstructured.NestedSlice(d.Object, append(spec, "containers")...)
+		if len(containers) != 1 {
+			t.Fatalf("config/%s: %d containers, want 1", k, len(containers))
+		}
+		ctr := containers[0].(map[string]any)
+		image, _, _ := unstructured.NestedString(ctr, "image")
+		if image == "" {
+			t.Errorf("config/%s: no image", k)
+		}
+		env, _, _ := unstructured.NestedSlice(ctr, "env")
+		providerImage := ""
+		for _, e := range env {
+			if e.(map[string]any)["name"] == "PROVIDER_IMAGE" {
+				providerImage, _ = e.(map[string]any)["value"].(string)
+			}
+		}
+		if providerImage != image {
+			t.Errorf("config/%s: PROVIDER_IMAGE %q differs from the image %q", k, providerImage, image)
+		}
+		for _, f := range [][]string{
+			{"securityContext", "allowPrivilegeEscalation"},
+			{"securityContext", "readOnlyRootFilesystem"},
+		} {
+			v, found, _ := unstructured.NestedBool(ctr, f...)
+			want := f[1] == "readOnlyRootFilesystem"
+			if !found || v != want {
+				t.Errorf("config/%s: container %s = %v (set: %v), want %v", k, strings.Join(f, "."), v, found, want)
+			}
+		}
+		if drop, _, _ := unstructured.NestedStringSlice(ctr, "securityContext", "capabilities", "drop"); !slices.Equal(drop, []string{"ALL"}) {
+			t.Errorf("config/%s: capabilities.drop %v, want [ALL]", k, drop)
+		}
+		for _, f := range []string{"livenessProbe", "readinessProbe"} {
+			if _, found, _ := unstructured.NestedMap(ctr, f); !found {
+				t.Errorf("config/%s: no %s", k, f)
+			}
+		}
+		if _, found, _ := unstructured.NestedMap(ctr, "resources", "requests"); !found {
+			t.Errorf("config/%s: no resource requests", k)
+		}
+		if _, found, _ := unstructured.NestedString(ctr, "resources", "limits", "memory"); !found {
+			t.Errorf("config/%s: no memory limit", k)
+		}
+	}
+}
+
+// TestServiceMonitor checks what the dry run cannot (no Prometheus operator
+// CRD in the test's control plane): the ServiceMonitor selects the metrics
+// Service and scrapes a port it has.
+func TestServiceMonitor(t *testing.T) {
+	objs := render(t, "overlays/cloudscale")
+	var sm *unstructured.Unstructured
+	var services []*unstructured.Unstructured
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "ServiceMonitor":
+			sm = u
+		case "Service":
+			services = append(services, u)
+		}
+	}
+	if sm == nil {
+		t.Fatal("no ServiceMonitor")
+	}
+	if sm.GetAPIVersion() != "monitoring.coreos.com/v1" {
+		t.Errorf("ServiceMonitor apiVersion %s", sm.GetAPIVersion())
+	}
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(sel) == 0 || len(endpoints) == 0 {
+		t.Fatalf("ServiceMonitor selects %v, endpoints %v", sel, endpoints)
+	}
+	matched := 0
+	for _, svc := range services {
+		labels := svc.GetLabels()
+		all := true
+		for k, v := range sel {
+			all = all && labels[k] == v
+		}
+		if !all {
+			continue
+		}
+		matched++
+		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		for _, ep := range endpoints {
+			name := ep.(map[string]any)["port"]
+			if !slices.ContainsFunc(ports, func(p any) bool { return p.(map[string]any)["name"] == name }) {
+				t.Errorf("ServiceMonitor endpoint port %v: Service %s has no such port", name, svc.GetName())
+			}
+		}
+	}
+	if matched != 1 {
+		t.Errorf("ServiceMonitor selects %d Services, want 1", matched)
+	}
+}
+
+// rbac is the RBAC of one rendering.
+type rbac struct {
+	roles, clusterRoles               map[string]rbacv1.Role // ClusterRoles as Roles: only the rules matter
+	roleBindings, clusterRoleBindings []rbacv1.RoleBinding
+}
+
+func rbacOf(t testing.TB, objs []*unstructured.Unstructured) rbac {
+	t.Helper()
+	r := rbac{roles: map[string]rbacv1.Role{}, clusterRoles: map[string]rbacv1.Role{}}
+	for _, u := range objs {
+		if u.GroupVersionKind().Group != rbacv1.GroupName {
+			continue
+		}
+		switch u.GetKind() {
+		case "Role", "ClusterRole":
+			var role rbacv1.Role
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role); err != nil {
+				t.Fatalf("%s: %v", describe(u), err)
+			}
+			if u.GetKind() == "Role" {
+				r.roles[u.GetName()] = role
+			} else {
+				r.clusterRoles[u.GetName()] = role
+			}
+		case "RoleBinding", "ClusterRoleBinding":
+			var b rbacv1.RoleBinding
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &b); err != nil {
+				t.Fatalf("%s: %v", describe(u), err)
+			}
+			if u.GetKind() == "RoleBinding" {
+				r.roleBindings = append(r.roleBindings, b)
+			} else {
+				r.clusterRoleBindings = append(r.clusterRoleBindings, b)
+			}
+		}
+	}
+	return r
+}
+
+// rulesOf returns the rules bound to service account sa, each with where it
+// applies: the namespace, or "" for cluster-wide.
+func (r rbac) rulesOf(sa string) map[string][]rbacv1.PolicyRule {
+	out := map[string][]rbacv1.PolicyRule{}
+	bound := func(b rbacv1.RoleBinding) bool {
+		return slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == rbacv1.ServiceAccountKind && s.Name == sa && s.Namespace == Namespace
+		})
+	}
+	for _, b := range r.roleBindings {
+		if !bound(b) {
+			continue
+		}
+		roles := r.roles
+		if b.RoleRef.Kind == "ClusterRole" {
+			roles = r.clusterRoles
+		}
+		out[b.Namespace] = append(out[b.Namespace], roles[b.RoleRef.Name].Rules...)
+	}
+	for _, b := range r.clusterRoleBindings {
+		if bound(b) {
+			out[""] = append(out[""], r.clusterRoles[b.RoleRef.Name].Rules...)
+		}
+	}
+	return out
+}
+
+// TestRBACLeastPrivilege: no wildcard anywhere, no Secrets in any
+// ClusterRole (Secrets only through a Role, read-only), every role bound,
+// every binding's role there.
+func TestRBACLeastPrivilege(t *testing.T) {
+	for _, k := range kustomizations {
+		r := rbacOf(t, render(t, k))
+		if len(r.roles) == 0 || len(r.clusterRoles) == 0 {
+			t.Fatalf("config/%s: no Roles or ClusterRoles", k)
+		}
+		check := func(kind, name string, rules []rbacv1.PolicyRule) {
+			for i, rule := range rules {
+				where := fmt.Sprintf("config/%s: %s %s rule %d", k, kind, name, i)
+				for _, list := range [][]string{rule.APIGroups, rule.Resources, rule.Verbs, rule.ResourceNames} {
+					for _, v := range list {
+						if strings.Contains(v, "*") {
+							t.Errorf("%s: wildcard %q", where, v)
+						}
+					}
+				}
+				if len(rule.NonResourceURLs) > 0 {
+					t.Errorf("%s: non-resource URLs %v", where, rule.NonResourceURLs)
+				}
+				if len(rule.Verbs) == 0 || len(rule.Resources) == 0 {
+					t.Errorf("%s: no verbs or resources", where)
+				}
+				for _, v := range rule.Verbs {
+					switch v {
+					case "escalate", "bind", "impersonate", "deletecollection":
+						t.Errorf("%s: verb %q", where, v)
+					}
+				}
+				if slices.Contains(rule.APIGroups, "") && slices.Contains(rule.Resources, "secrets") {
+					if kind == "ClusterRole" {
+						t.Errorf("%s: Secrets in a ClusterRole (cluster-wide)", where)
+					}
+					for _, v := range rule.Verbs {
+						if !slices.Contains([]string{"get", "list", "watch"}, v) {
+							t.Errorf("%s: Secrets verb %q: the controllers only read them", where, v)
+						}
+					}
+				}
+			}
+		}
+		for name, role := range r.roles {
+			check("Role", name, role.Rules)
+		}
+		for name, role := range r.clusterRoles {
+			check("ClusterRole", name, role.Rules)
+		}
+		for _, b := range r.roleBindings {
+			if b.RoleRef.Kind != "Role" {
+				t.Errorf("config/%s: RoleBinding %s binds a %s: bind Roles in the namespace", k, b.Name, b.RoleRef.Kind)
+			} else if _, ok := r.roles[b.RoleRef.Name]; !ok {
+				t.Errorf("config/%s: RoleBinding %s: no Role %s", k, b.Name, b.RoleRef.Name)
+			}
+		}
+		for _, b := range r.clusterRoleBindings {
+			if _, ok := r.clusterRoles[b.RoleRef.Name]; !ok {
+				t.Errorf("config/%s: ClusterRoleBinding %s: no ClusterRole %s", k, b.Name, b.RoleRef.Name)
+			}
+		}
+		// The deployer is confined to its namespace.
+		if cluster := r.rulesOf(DeployerSA)[""]; len(cluster) > 0 {
+			t.Errorf("config/%s: the deployer has cluster-wide rules %v", k, cluster)
+		}
+		for _, sa := range []string{DeployerSA, ControllersSA} {
+			if len(r.rulesOf(sa)[Namespace]) == 0 {
+				t.Errorf("config/%s: %s has no rules in %s", k, sa, Namespace)
+			}
+		}
+	}
+}
+
+// marker is one kubebuilder RBAC marker.
+type marker struct {
+	file                     string
+	groups, resources, verbs []string
+}
+
+// rbacMarkers returns the `+kubebuilder:rbac` markers of the non-test Go
+// files under dir.
+func rbacMarkers(t testing.TB, dir string) []marker {
+	t.Helper()
+	var out []marker
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for line := range strings.Lines(string(data)) {
+			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "// +kubebuilder:rbac:")
+			if !ok {
+				continue
+			}
+			m := marker{file: p}
+			for kv := range strings.SplitSeq(rest, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				vals := strings.Split(v, ";")
+				for i := range vals {
+					vals[i] = strings.Trim(vals[i], `"`)
+					if vals[i] == "core" {
+						vals[i] = ""
+					}
+				}
+				switch k {
+				case "groups":
+					m.groups = vals
+				case "resources":
+					m.resources = vals
+				case "verbs":
+					m.verbs = vals
+				}
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// unneeded lists what markers ask for beyond what the code does, keyed by
+// "group/resource verb", with the reason it is not granted. The tests in
+// rbac_test.go run the code without it.
+var unneeded = map[string]string{
+	// controller-runtime's leader election (client-go's LeaseLock) only
+	// gets, creates and updates its Lease; kubebuilder's scaffolded marker
+	// asks for more.
+	"coordination.k8s.io/leases list":   "leader election only gets, creates and updates its lease",
+	"coordination.k8s.io/leases watch":  "leader election only gets, creates and updates its lease",
+	"coordination.k8s.io/leases patch":  "leader election only gets, creates and updates its lease",
+	"coordination.k8s.io/leases delete": "leader election only gets, creates and updates its lease",
+}
+
+// TestRBACCoversMarkers: every permission a kubebuilder RBAC marker in this
+// repository's code asks for is granted to the service account that runs
+// the code: pkg/controllers/deployer runs as the deployer, everything else
+// in pkg/ (actuator, capacity publisher, webhooks, ...) in the provider's
+// manager as the controllers' service account. A rule limited by
+// resourceNames counts (markers cannot name objects; rbac_test.go checks
+// those in practice). Permissions in unneeded are not granted on purpose.
+func TestRBACCoversMarkers(t *testing.T) {
+	root := repoRoot(t)
+	markers := rbacMarkers(t, filepath.Join(root, "pkg"))
+	if len(markers) == 0 {
+		t.Fatal("no kubebuilder RBAC markers found under pkg/")
+	}
+	for _, k := range kustomizations {
+		r := rbacOf(t, render(t, k))
+		for _, m := range markers {
+			sa := ControllersSA
+			if strings.HasPrefix(m.file, filepath.Join(root, "pkg", "controllers", "deployer")+string(filepath.Separator)) {
+				sa = DeployerSA
+			}
+			var rules []rbacv1.PolicyRule
+			for _, rs := range r.rulesOf(sa) {
+				rules = append(rules, rs...)
+			}
+			for _, g := range m.groups {
+				for _, res := range m.resources {
+					for _, v := range m.verbs {
+						if _, skip := unneeded[g+"/"+res+" "+v]; skip {
+							continue
+						}
+						if !slices.ContainsFunc(rules, func(rule rbacv1.PolicyRule) bool {
+							return slices.Contains(rule.APIGroups, g) && slices.Contains(rule.Resources, res) && slices.Contains(rule.Verbs, v)
+						}) {
+							rel, _ := filepath.Rel(root, m.file)
+							t.Errorf("config/%s: %s asks for %s %q %s, which %s is not granted: add it to config/rbac (and its README)", k, rel, v, g, res, sa)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNoSecretAccessClusterWide asks the API server itself: with the RBAC
+// of config/default in place, neither service account may read Secrets
+// outside the namespace, and only the controllers' may read them in it.
+func TestNoSecretAccessClusterWide(t *testing.T) {
+	_, c := testenv.Start(t)
+	ctx := context.Background()
+	for _, u := range applyOrder(render(t, "default")) {
+		if err := apply(ctx, c, u, false); err != nil {
+			t.Fatalf("%s: %v", describe(u), err)
+		}
+	}
+	for _, tc := range []struct {
+		sa, namespace, verb string
+		allowed             bool
+	}{
+		{ControllersSA, Namespace, "get", true},
+		{ControllersSA, Namespace, "list", true},
+		{ControllersSA, Namespace, "create", false},
+		{ControllersSA, Namespace, "delete", false},
+		{ControllersSA, "kube-system", "get", false},
+		{ControllersSA, "", "list", false},
+		{DeployerSA, Namespace, "get", false},
+		{DeployerSA, "", "list", false},
+	} {
+		allowed, err := can(ctx, c, tc.sa, tc.verb, "", "secrets", tc.namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if allowed != tc.allowed {
+			t.Errorf("%s may %s secrets in %q: %v, want %v", tc.sa, tc.verb, tc.namespace, allowed, tc.allowed)
+		}
+	}
+}
+
+// can asks the API server whether service account sa (in Namespace) may do
+// verb on resource of group in namespace ("" for all namespaces).
+func can(ctx context.Context, c client.Client, sa, verb, group, resource, namespace string) (bool, error) {
+	sar := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "authorization.k8s.io/v1",
+		"kind":       "SubjectAccessReview",
+		"spec": map[string]any{
+			"user":   "system:serviceaccount:" + Namespace + ":" + sa,
+			"groups": []any{"system:serviceaccounts", "system:serviceaccounts:" + Namespace, "system:authenticated"},
+			"resourceAttributes": map[string]any{
+				"verb": verb, "group": group, "resource": resource, "namespace": namespace,
+			},
+		},
+	}}
+	if err := c.Create(ctx, sar); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("SubjectAccessReview not served: %w", err)
+		}
+		return false, err
+	}
+	allowed, _, _ := unstructured.NestedBool(sar.Object, "status", "allowed")
+	return allowed, nil
+}
