@@ -135,7 +135,10 @@ func Start(o Options) (*Env, error) {
 			return e, fmt.Errorf("%s is missing: run `make tools`", bin)
 		}
 		e.Autoscaler, err = e.Cluster.StartProcess("cluster-autoscaler", bin, autoscalerArgs(e.Cluster.Kubeconfig, o.ScaleDownUnneeded),
-			[]string{"CAPI_GROUP=machine.openshift.io"})
+			// The clusterapi provider reads OpenShift's Machine API, and
+			// gives nodes it builds from capacity annotations this arch
+			// (it logs an error without it).
+			[]string{"CAPI_GROUP=machine.openshift.io", "CAPI_SCALE_ZERO_DEFAULT_ARCH=amd64"})
 		if err != nil {
 			return e, err
 		}
@@ -161,6 +164,10 @@ func autoscalerArgs(kubeconfig string, unneeded time.Duration) []string {
 		"--skip-nodes-with-local-storage=false",
 		"--skip-nodes-with-system-pods=false",
 		"--expander=least-waste",
+		// One node at a time: with several empty nodes of one MachineSet
+		// removed in one go, the last removal was seen never to finish.
+		"--max-scale-down-parallelism=1",
+		"--max-empty-bulk-delete=1",
 		"--leader-elect=false",
 		"--v=2",
 	}

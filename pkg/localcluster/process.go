@@ -30,8 +30,9 @@ func startProcess(name, path string, args, env []string, logPath string) (*Proce
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: a Ctrl-C in the terminal reaches the demo,
-	// which stops the processes in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// which stops the processes in order. Should the demo die instead, the
+	// kernel kills the process too: nothing is left behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, err

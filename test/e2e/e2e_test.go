@@ -29,7 +29,11 @@ func start(t *testing.T, autoscaler bool) *demo.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	// Not t.TempDir: the logs of a failed run must outlive the test.
+	dir, err := os.MkdirTemp("", "e2e-"+t.Name()+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	logFile, err := os.Create(filepath.Join(dir, "demo.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +47,8 @@ func start(t *testing.T, autoscaler bool) *demo.Env {
 		logFile.Close()
 		if t.Failed() {
 			t.Logf("logs are in %s", dir)
+		} else {
+			_ = os.RemoveAll(dir)
 		}
 	})
 	if err != nil {
