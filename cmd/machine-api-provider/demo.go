@@ -106,10 +106,17 @@ func runDemo(ctx context.Context, out io.Writer, o demo.Options, flavor, cpu str
 		return err
 	}
 	down := time.Now()
-	if _, err := e.Watch(ctx, &m, time.Second, show, func(s demo.State) bool { return s.Servers == 0 && s.Replicas == 0 && s.MachineCount == 0 }); err != nil {
+	downCtx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	st, err := e.Watch(downCtx, &m, time.Second, show, func(s demo.State) bool { return s.Servers == 0 && s.Replicas == 0 && s.MachineCount == 0 })
+	switch {
+	case err == nil:
+		step("scale-down done: zero servers %s after the workload went", round(time.Since(down)))
+	case ctx.Err() == nil && downCtx.Err() != nil:
+		step("scale-down stopped at %d servers after %s; see cluster-autoscaler.log in %s", st.Servers, round(time.Since(down)), o.Dir)
+	default:
 		return err
 	}
-	step("scale-down done: zero servers %s after the workload went", round(time.Since(down)))
 
 	if !keep {
 		return nil

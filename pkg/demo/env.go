@@ -167,7 +167,6 @@ func autoscalerArgs(kubeconfig string, unneeded time.Duration) []string {
 		// One node at a time: with several empty nodes of one MachineSet
 		// removed in one go, the last removal was seen never to finish.
 		"--max-scale-down-parallelism=1",
-		"--max-empty-bulk-delete=1",
 		"--leader-elect=false",
 		"--v=2",
 	}

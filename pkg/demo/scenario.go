@@ -205,7 +205,17 @@ func (e *Env) Watch(ctx context.Context, m *Milestones, interval time.Duration, 
 		select {
 		case <-ctx.Done():
 			return st, ctx.Err()
+		case <-e.autoscalerExited():
+			return st, fmt.Errorf("the cluster-autoscaler exited (%v); its log is cluster-autoscaler.log", e.Autoscaler.Err())
 		case <-time.After(interval):
 		}
 	}
+}
+
+// autoscalerExited yields if the autoscaler ends early; never without one.
+func (e *Env) autoscalerExited() <-chan struct{} {
+	if e.Autoscaler == nil {
+		return nil
+	}
+	return e.Autoscaler.Exited()
 }

@@ -18,7 +18,8 @@ type Process struct {
 	Name string
 	cmd  *exec.Cmd
 	log  *os.File
-	done chan error
+	done chan struct{} // closed when the process has ended
+	err  error         // how it ended, once done is closed
 }
 
 func startProcess(name, path string, args, env []string, logPath string) (*Process, error) {
@@ -37,16 +38,29 @@ func startProcess(name, path string, args, env []string, logPath string) (*Proce
 		log.Close()
 		return nil, err
 	}
-	p := &Process{Name: name, cmd: cmd, log: log, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
+	p := &Process{Name: name, cmd: cmd, log: log, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
 	return p, nil
 }
 
 // Pid is the process ID.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
-// Exited yields the process's end, should it end early.
-func (p *Process) Exited() <-chan error { return p.done }
+// Exited is closed when the process has ended; Err then says how.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
+// Err is how the process ended, nil while it runs.
+func (p *Process) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
 
 // Stop asks the process to end, and kills it after grace.
 func (p *Process) Stop(grace time.Duration) error {
