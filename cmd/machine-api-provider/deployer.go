@@ -3,11 +3,9 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -53,11 +51,9 @@ machine-api-provider-deployer-status and in an event.`,
 			if o.ProviderImage == "" {
 				return errors.New("--provider-image (or $PROVIDER_IMAGE) is required: the image the machine-controller runs")
 			}
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+			cfg, err := restConfig(kubeconfig)
 			if err != nil {
-				return fmt.Errorf("kubeconfig: %w", err)
+				return err
 			}
 			mgr, err := deployer.NewManager(cfg, o)
 			if err != nil {

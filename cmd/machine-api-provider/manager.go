@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -54,11 +53,9 @@ never logged.`,
 			default:
 				return fmt.Errorf("--cloud %q: the clouds are: cloudscale", cloudName)
 			}
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+			cfg, err := restConfig(kubeconfig)
 			if err != nil {
-				return fmt.Errorf("kubeconfig: %w", err)
+				return err
 			}
 			mgr, err := manager.New(cfg, o)
 			if err != nil {
