@@ -54,7 +54,12 @@ pods are gone. Needs the tools of ` + "`make tools`" + ` in --bin-dir.`,
 			defer logFile.Close()
 			o.Log = funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 2})
 			o.Autoscaler = true
-			return runDemo(cmd.Context(), out, o, flavor, cpu, int32(pods), maxNodes, keep)
+			err = runDemo(cmd.Context(), out, o, flavor, cpu, int32(pods), maxNodes, keep)
+			if cmd.Context().Err() != nil {
+				// Ctrl-C is how a demo ends.
+				err = nil
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
