@@ -1,21 +1,19 @@
 package manifests_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/appuio/machine-api-provider/test/fixture"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	mao "github.com/openshift/machine-api-operator/pkg/controller"
 	"github.com/openshift/machine-api-operator/pkg/controller/machinehealthcheck"
@@ -61,26 +59,16 @@ func impersonate(cfg *rest.Config, sa string) *rest.Config {
 	return cfg
 }
 
-// logs captures the controllers' and client-go's log lines.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// logs captures the controllers' and client-go's log lines, as the
+// provider's own integration tests do.
+type logs struct{ fixture.Logs }
 
-func (l *logs) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		fmt.Fprintf(&l.buf, "%s %s\n", prefix, args)
-	}, funcr.Options{Verbosity: 4})
-}
+func (l *logs) logger() logr.Logger { return l.Logger() }
 
 // forbidden returns the log lines that mention a refused request.
 func (l *logs) forbidden() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
-	for line := range strings.Lines(l.buf.String()) {
+	for line := range strings.Lines(l.String()) {
 		if strings.Contains(strings.ToLower(line), "forbidden") {
 			out = append(out, strings.TrimSpace(line))
 		}
@@ -99,7 +87,7 @@ func captureLogs(t *testing.T) *logs {
 		captured = nil
 		klog.ClearLogger()
 		if t.Failed() {
-			t.Logf("logs:\n%s", l.buf.String())
+			t.Logf("logs:\n%s", l.String())
 		}
 	})
 	return l
