@@ -118,7 +118,7 @@ func runDemo(ctx context.Context, out io.Writer, o demo.Options, flavor, cpu str
 	case err == nil:
 		step("scale-down done: zero servers %s after the workload went", round(time.Since(down)))
 	case ctx.Err() == nil && downCtx.Err() != nil:
-		step("scale-down stopped at %d servers after %s; see cluster-autoscaler.log in %s", st.Servers, round(time.Since(down)), o.Dir)
+		step("scale-down stopped at %d servers after %s: the pinned cluster-autoscaler cannot scale a MachineSet to 0 (kubernetes/autoscaler#8412; see hack/tools/cluster-autoscaler/README.md)", st.Servers, round(time.Since(down)))
 	default:
 		return err
 	}
