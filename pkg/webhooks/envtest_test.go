@@ -197,18 +197,13 @@ func startWebhooks(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
+	// Cleanups run last first: the manager stops before the calls are counted.
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
 		if n := calls.n.Load(); n != 0 {
 			t.Errorf("the webhooks made %d cloud API calls, want none", n)
 		}
 	})
+	testenv.Run(t, mgr)
 
 	// Wait until the API server reaches the validating webhook: a dry run
 	// of an invalid Machine is refused by it rather than failing to call it.

@@ -235,20 +235,7 @@ func checkAudit(t *testing.T, c client.Client, a *audit, sa string) {
 // start runs mgr until the test ends.
 func start(t *testing.T, mgr ctrl.Manager) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("manager did not stop within 30s")
-		}
-	})
+	testenv.Run(t, mgr)
 }
 
 // captured is the running test's log capture, if any: eventually stops

@@ -351,15 +351,7 @@ func start(t *testing.T, cfg *rest.Config, opts ...func(*deployer.Options)) *env
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	testenv.Run(t, mgr)
 	return &env{t: t, ctx: ctx, c: c, ns: ns}
 }
 
