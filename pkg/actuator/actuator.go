@@ -15,28 +15,56 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/orphans"
 )
 
 // ClusterIDLabel names the cluster a Machine belongs to; its servers are
 // tagged with it.
 const ClusterIDLabel = "machine.openshift.io/cluster-api-cluster"
 
+// Options tune the actuator; zero values take the defaults.
+type Options struct {
+	// CreateGrace is how long after a create whose answer was never seen
+	// (a timeout, a lost response, a crash of this or a predecessor
+	// process) the server may still appear: no second create is sent for
+	// the Machine within it unless the first is known to have failed.
+	// Default 5 minutes. Keep it above the longest a create can take.
+	CreateGrace time.Duration
+	// SecretReader reads the secrets Machines name. Default: the client.
+	// The manager passes its uncached API reader: only the named secrets
+	// are read, no Secret informer is kept.
+	SecretReader client.Reader
+	// Orphans records servers of Machines let go without deleting them.
+	Orphans *orphans.Registry
+	// GroupMinAge is how old an empty anti-affinity group must be before
+	// a Machine's deletion removes it (younger ones may be about to
+	// receive a server of another process). Default 1 minute.
+	GroupMinAge time.Duration
+}
+
 // Actuator creates, finds, updates and deletes the servers of Machines.
 type Actuator struct {
 	client   client.Client
+	secrets  client.Reader
 	cloud    cloud.Cloud
+	accounts *cloud.Accounts
 	recorder record.EventRecorder
 	log      logr.Logger
+	o        Options
 	now      func() time.Time
 
 	// seen keeps the server Exists found for the Update that follows it in
-	// the same reconcile, so a steady-state resync costs one cloud call.
+	// the same reconcile.
 	seen sync.Map // types.UID -> seenServer
-
 	// refused remembers specs the cloud refused. The machine controller can
 	// reconcile again from a cache that does not show the Machine Failed
 	// yet; that must not make the cloud refuse the same server twice.
 	refused sync.Map // types.UID -> refusedSpec
+	// settled remembers create intents known to have made nothing (the
+	// cloud refused or never got the request), so that the next attempt
+	// need not wait out the grace period.
+	settled sync.Map // types.UID -> intent time (string)
+	backoff backoffs
 }
 
 type refusedSpec struct {
@@ -54,56 +82,96 @@ const seenFor = 5 * time.Second
 
 var _ machinecontroller.Actuator = (*Actuator)(nil)
 
-// New returns an actuator for machines on c.
-func New(c client.Client, cl cloud.Cloud, recorder record.EventRecorder, log logr.Logger) *Actuator {
-	return &Actuator{client: c, cloud: cl, recorder: recorder, log: log, now: time.Now}
+// New returns an actuator for machines on the accounts' cloud.
+func New(c client.Client, accounts *cloud.Accounts, recorder record.EventRecorder, log logr.Logger, o Options) *Actuator {
+	if o.CreateGrace <= 0 {
+		o.CreateGrace = 5 * time.Minute
+	}
+	if o.GroupMinAge <= 0 {
+		o.GroupMinAge = time.Minute
+	}
+	secrets := o.SecretReader
+	if secrets == nil {
+		secrets = c
+	}
+	return &Actuator{
+		client: c, secrets: secrets, cloud: accounts.Cloud(), accounts: accounts,
+		recorder: recorder, log: log, o: o, now: time.Now,
+	}
 }
 
-// Create creates the Machine's server, unless it exists already: a lost
-// response, a restart or a requeue finds the first one again by its tags.
+// Create creates the Machine's server, unless it exists already or an
+// earlier create of it may still land. The intent is recorded on the
+// Machine before the call, so that neither a lost answer nor a crash (of
+// this process or of a predecessor that lost its leadership) can lead to a
+// second server: the next attempt waits out the grace period, looking for
+// the first server meanwhile, unless the first create is known to have made
+// nothing.
 func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	if v, ok := a.refused.Load(m.UID); ok && v.(refusedSpec).generation == m.Generation {
 		return v.(refusedSpec).err
+	}
+	if err := a.backoff.held(m.UID, a.now()); err != nil {
+		return err
 	}
 	s, err := a.scope(ctx, m)
 	if err != nil {
 		return a.fail(m, "FailedCreate", err)
 	}
-	// Exists looked for the server a moment ago in this same reconcile.
-	var found []cloud.Server
-	if v, ok := a.seen.LoadAndDelete(m.UID); !ok || v.(seenServer).server != nil || a.now().Sub(v.(seenServer).at) >= seenFor {
-		if found, err = s.client.FindServers(ctx, s.ref); err != nil {
-			return a.fail(m, "FailedCreate", err)
-		}
-	}
-	var server *cloud.Server
-	switch len(found) {
-	case 0:
-		userData, err := s.userData(ctx)
-		if err != nil {
-			return a.fail(m, "FailedCreate", err)
-		}
-		server, err = s.client.CreateServer(ctx, s.ref, s.spec, userData)
-		if err != nil {
-			err = a.fail(m, "FailedCreate", err)
-			if isInvalid(err) {
-				a.refused.Store(m.UID, refusedSpec{generation: m.Generation, err: err})
-			}
+	a.seen.Delete(m.UID)
+	if at, ok := intentOf(m); ok && !a.isSettled(m, at) {
+		done, err := a.awaitEarlierCreate(ctx, s, at)
+		if done || err != nil {
 			return err
 		}
+	}
+	userData, err := s.userData(ctx)
+	if err != nil {
+		return a.fail(m, "FailedCreate", err)
+	}
+	if max := s.spec.MaxUserDataBytes(); max > 0 && len(userData) > max {
+		return a.fail(m, "FailedCreate", invalidf(specPath.Child("userDataSecret"),
+			"the rendered user data is %d bytes, more than the %d bytes %s accepts", len(userData), max, a.cloud.Name()))
+	}
+	if err := s.client.CheckSpec(ctx, s.spec); err != nil {
+		return a.refuse(m, a.fail(m, "FailedCreate", err))
+	}
+	intent, err := a.recordIntent(ctx, m)
+	if err != nil {
+		return err
+	}
+	server, created, err := s.client.CreateServer(ctx, s.ref, s.spec, userData)
+	if err != nil {
+		if cloud.NotPerformed(err) {
+			a.settled.Store(m.UID, intent)
+		}
+		return a.refuse(m, a.fail(m, "FailedCreate", err))
+	}
+	a.backoff.reset(m.UID)
+	s.view.Created(*server)
+	if created {
 		a.recorder.Eventf(m, corev1.EventTypeNormal, "Created", "Created %s server %s (%s in %s)", a.cloud.Name(), server.ID, server.InstanceType, server.Zone)
-	case 1:
-		server = &found[0]
+	} else {
 		a.recorder.Eventf(m, corev1.EventTypeNormal, "Adopted", "Found %s server %s of this Machine, created earlier", a.cloud.Name(), server.ID)
-	default:
-		return a.fail(m, "FailedCreate", duplicates(found))
 	}
 	// Record the server on the Machine at once: from now on it is found by ID.
 	return a.record(ctx, s, server, nil)
 }
 
-// Exists reports whether the Machine has a server.
+// refuse remembers a spec the cloud refused, so it is not sent again.
+func (a *Actuator) refuse(m *machinev1.Machine, err error) error {
+	if isInvalid(err) {
+		a.refused.Store(m.UID, refusedSpec{generation: m.Generation, err: err})
+	}
+	return err
+}
+
+// Exists reports whether the Machine has a server, from the account's view
+// of the cluster's servers: no cloud call of its own in steady state.
 func (a *Actuator) Exists(ctx context.Context, m *machinev1.Machine) (bool, error) {
+	if m.DeletionTimestamp != nil && (abandoned(m) || !a.mayHaveServer(m)) {
+		return false, nil
+	}
 	s, err := a.scope(ctx, m)
 	if err != nil {
 		if isInvalid(err) {
@@ -149,19 +217,25 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 }
 
 // Delete deletes every server of the Machine: the recorded one and any
-// other carrying its tags, so nothing is left behind.
+// other carrying its identity, so nothing is left behind, and then the
+// empty anti-affinity groups of the cluster. A Machine for which no server
+// was ever created goes at once, whatever state its secrets are in; one
+// whose credentials are unusable now keeps its finalizer until they are
+// fixed or a person abandons its server (abandon.go).
 func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
-	s, err := a.scope(ctx, m)
+	if abandoned(m) {
+		return a.abandon(ctx, m)
+	}
+	if !a.mayHaveServer(m) {
+		a.forget(m)
+		return nil
+	}
+	if err := a.backoff.held(m.UID, a.now()); err != nil {
+		return err
+	}
+	s, err := a.deleteScope(ctx, m)
 	if err != nil {
-		if !isInvalid(err) {
-			return a.fail(m, "FailedDelete", err)
-		}
-		// A spec broken after the server was made must not leak the server:
-		// look for it with the default token.
-		if s, err = a.fallbackScope(ctx, m); err != nil {
-			a.log.Info("cannot look for servers of a Machine with an invalid spec", "machine", m.Name, "error", err.Error())
-			return nil
-		}
+		return a.blockedDelete(ctx, m, err)
 	}
 	servers, err := s.allServers(ctx)
 	if err != nil {
@@ -171,25 +245,30 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
 		if err := s.client.DeleteServer(ctx, s.ref, &servers[i]); err != nil {
 			return a.fail(m, "FailedDelete", err)
 		}
+		s.view.Deleted(servers[i].ID)
 		a.recorder.Eventf(m, corev1.EventTypeNormal, "Deleted", "Deleted %s server %s", a.cloud.Name(), servers[i].ID)
 	}
-	a.seen.Delete(m.UID)
-	a.refused.Delete(m.UID)
+	// Whatever failed after an earlier attempt deleted the server (the
+	// group lookup, the group delete, a lost answer), the groups it left
+	// empty are looked at again before the Machine goes.
+	if s.spec == nil || s.spec.AntiAffinityKey() != "" {
+		deleted, err := s.client.CleanupGroups(ctx, s.ref.ClusterID, a.o.GroupMinAge)
+		if err != nil {
+			return a.fail(m, "FailedDelete", err)
+		}
+		a.groupsDeleted(m, deleted)
+	}
+	a.forget(m)
 	return nil
 }
 
-func duplicates(found []cloud.Server) error {
-	ids := make([]string, len(found))
-	for i, s := range found {
-		ids[i] = s.ID
-	}
-	return &duplicateServersError{ids: ids}
-}
-
-type duplicateServersError struct{ ids []string }
-
-func (e *duplicateServersError) Error() string {
-	return fmt.Sprintf("%d servers carry this Machine's tags (%v); delete the ones that are not in use: the provider does not guess which one is", len(e.ids), e.ids)
+// forget drops what the actuator keeps about a Machine that is gone.
+func (a *Actuator) forget(m *machinev1.Machine) {
+	a.seen.Delete(m.UID)
+	a.refused.Delete(m.UID)
+	a.settled.Delete(m.UID)
+	a.backoff.reset(m.UID)
+	a.accounts.Release(owner(m))
 }
 
 // machineKey is for logs.

@@ -19,6 +19,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
+	"github.com/appuio/machine-api-provider/pkg/actuator"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/pkg/manager"
@@ -366,25 +367,32 @@ func TestImmutableChangeAsksForReplacement(t *testing.T) {
 	}
 }
 
+// A create the cloud rate-limited (429) certainly made nothing: it is tried
+// again after Retry-After. One that failed with a 503 may have made the
+// server: the next is sent only when the grace period has passed without
+// the server appearing.
 func TestTransientErrorsAreRetried(t *testing.T) {
 	e := env(t)
 	h := e.Emulator.Harness()
 	for _, r := range []harness.Rule{
-		{Route: createPOST, ErrorRate: 1, ErrorStatus: 503, Times: 1},
 		{Route: createPOST, ErrorRate: 1, ErrorStatus: 429, RetryAfterSeconds: 1, Times: 1},
+		{Route: createPOST, ErrorRate: 1, ErrorStatus: 503, Times: 1},
 	} {
 		if err := h.AddRule(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.StartManager(t, manager.Options{})
+	e.StartManager(t, manager.Options{Actuator: actuator.Options{CreateGrace: 8 * time.Second}})
 	createMachine(t, e, "worker-a", spec(nil))
 	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
 	if n := h.Count(createPOST); n != 3 {
-		t.Errorf("%d create calls, want 3 (503, 429, success)", n)
+		t.Errorf("%d create calls, want 3 (429, 503, success)", n)
 	}
 	if n := len(serversOf(t, e, "worker-a")); n != 1 {
 		t.Errorf("%d servers, want 1", n)
+	}
+	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "CreatePending") {
+		t.Errorf("no CreatePending event after the 503:\n%s", fixture.EventText(e.Events(t, "worker-a")))
 	}
 	events := fixture.EventText(e.Events(t, "worker-a"))
 	if !strings.Contains(events, "retrying in 1s") {

@@ -13,11 +13,14 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
 
-// How long to wait before trying again, when the cloud gives no hint.
+// How long to wait before trying again when a person must act: a missing
+// secret may be created, unusable credentials fixed.
 const (
-	retryTransient     = 20 * time.Second
 	retryMissingSecret = 30 * time.Second
-	retryDuplicates    = 2 * time.Minute
+	retryCredentials   = time.Minute
+	// retryAuth is the least wait after the cloud refused the credentials;
+	// the account's gate may hold its calls back for longer.
+	retryAuth = time.Minute
 )
 
 // invalidError is a spec the user must fix: the Machine goes Failed.
@@ -41,45 +44,60 @@ func isInvalid(err error) bool {
 
 // fail reports err on the Machine as a Warning event and turns it into what
 // the machine controller acts on: a spec error fails the Machine for good,
-// anything else is retried, after the cloud's hint where it gave one. The
-// errors of this package and of pkg/cloud never carry tokens or user data.
+// anything else is retried, after the cloud's hint where it gave one, after
+// the Machine's own backoff otherwise, slowly where a person must act. The
+// errors of this package and of pkg/cloud never carry credentials or user
+// data; every message is bounded (cloud.Truncate), so no status write can
+// grow past the API server's limits.
 func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 	var (
 		inv       *invalidError
 		cinv      *cloud.InvalidConfigError
 		retryable *cloud.RetryableError
+		auth      *cloud.AuthError
+		creds     *cloud.CredentialsError
 		missing   *secretMissingError
-		dup       *duplicateServersError
 	)
 	switch {
 	case errors.As(err, &inv):
-		a.recorder.Event(m, corev1.EventTypeWarning, "InvalidConfiguration", inv.Error())
-		return machinecontroller.InvalidMachineConfiguration("%s", inv.Error())
+		msg := cloud.Truncate(inv.Error())
+		a.recorder.Event(m, corev1.EventTypeWarning, "InvalidConfiguration", msg)
+		return machinecontroller.InvalidMachineConfiguration("%s", msg)
 	case errors.As(err, &cinv):
 		msg := cinv.Message
 		if cinv.Field != "" {
 			msg = specPath.String() + "." + cinv.Field + ": " + cinv.Message
 		}
-		msg = fmt.Sprintf("the %s API refused the server: %s", a.cloud.Name(), msg)
+		msg = cloud.Truncate(fmt.Sprintf("the %s API refused the server: %s", a.cloud.Name(), msg))
 		a.recorder.Event(m, corev1.EventTypeWarning, "InvalidConfiguration", msg)
 		return machinecontroller.InvalidMachineConfiguration("%s", msg)
-	case errors.As(err, &retryable):
-		after := retryable.RetryAfter
-		if after <= 0 {
-			after = retryTransient
+	case errors.As(err, &auth):
+		after := max(retryAuth, auth.RetryAfter)
+		a.backoff.failed(m.UID, a.now(), after)
+		msg := cloud.Truncate(fmt.Sprintf("%v; fix the credentials, retrying in %s", err, after.Round(time.Second)))
+		a.recorder.Event(m, corev1.EventTypeWarning, "CredentialsRefused", msg)
+		a.log.Info("cloud refused the credentials", "machine", machineKey(m), "reason", reason, "retryAfter", after, "error", msg)
+		return &machinecontroller.RequeueAfterError{RequeueAfter: after}
+	case errors.As(err, &creds):
+		after, evReason := retryCredentials, "CredentialsInvalid"
+		if creds.Missing {
+			after, evReason = retryMissingSecret, "SecretNotFound"
 		}
-		a.recorder.Eventf(m, corev1.EventTypeWarning, reason, "%v; retrying in %s", err, after)
-		a.log.Info("transient cloud error, retrying", "machine", machineKey(m), "reason", reason, "retryAfter", after, "error", err.Error())
+		a.recorder.Event(m, corev1.EventTypeWarning, evReason, cloud.Truncate(creds.Error()))
+		return &machinecontroller.RequeueAfterError{RequeueAfter: after}
+	case errors.As(err, &retryable):
+		after := a.backoff.failed(m.UID, a.now(), retryable.RetryAfter)
+		msg := cloud.Truncate(fmt.Sprintf("%v; retrying in %s", err, after.Round(time.Millisecond)))
+		a.recorder.Event(m, corev1.EventTypeWarning, reason, msg)
+		a.log.Info("transient cloud error, retrying", "machine", machineKey(m), "reason", reason, "retryAfter", after, "error", msg)
 		return &machinecontroller.RequeueAfterError{RequeueAfter: after}
 	case errors.As(err, &missing):
-		a.recorder.Event(m, corev1.EventTypeWarning, "SecretNotFound", missing.Error())
+		a.recorder.Event(m, corev1.EventTypeWarning, "SecretNotFound", cloud.Truncate(missing.Error()))
 		return &machinecontroller.RequeueAfterError{RequeueAfter: retryMissingSecret}
-	case errors.As(err, &dup):
-		a.recorder.Event(m, corev1.EventTypeWarning, "DuplicateServers", dup.Error())
-		return &machinecontroller.RequeueAfterError{RequeueAfter: retryDuplicates}
 	default:
-		a.recorder.Event(m, corev1.EventTypeWarning, reason, err.Error())
-		a.log.Error(err, "cloud call failed", "machine", machineKey(m), "reason", reason)
-		return err
+		msg := cloud.Truncate(err.Error())
+		a.recorder.Event(m, corev1.EventTypeWarning, reason, msg)
+		a.log.Error(errors.New(msg), "cloud call failed", "machine", machineKey(m), "reason", reason)
+		return errors.New(msg)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -13,94 +14,161 @@ import (
 // specPath is where a Machine's provider spec is; errors name fields below it.
 var specPath = field.NewPath("spec", "providerSpec", "value")
 
-// scope is one Machine with what acting on it takes: its parsed spec and a
-// cloud client with the right token.
+// scope is one Machine with what acting on it takes: its parsed spec, the
+// account its credentials reach, and that account's view of the cluster.
 type scope struct {
 	a       *Actuator
 	machine *machinev1.Machine
+	// spec is nil in a deleteScope of a Machine whose spec became invalid.
 	spec    cloud.Spec
+	account *cloud.Account
 	client  cloud.Client
+	view    *cloud.View
 	ref     cloud.MachineRef
 }
 
+// owner names a Machine as a user of its account.
+func owner(m *machinev1.Machine) string { return "machine/" + string(m.UID) }
+
 func (a *Actuator) scope(ctx context.Context, m *machinev1.Machine) (*scope, error) {
-	clusterID := m.Labels[ClusterIDLabel]
-	if clusterID == "" {
-		return nil, invalidf(field.NewPath("metadata", "labels").Key(ClusterIDLabel), "required: the cluster's infrastructure name, which tags the Machine's server")
+	clusterID, err := clusterOf(m)
+	if err != nil {
+		return nil, err
 	}
 	spec, errs := a.cloud.ParseSpec(m.Spec.ProviderSpec, specPath)
 	if len(errs) > 0 {
 		return nil, &invalidError{errs: errs}
 	}
-	token, err := a.token(ctx, m.Namespace, spec.TokenSecretName())
+	if err := checkHostname(m.Name, spec.ServerName(m.Name)); err != nil {
+		return nil, err
+	}
+	creds, err := cloud.ReadCredentials(ctx, a.secrets, a.cloud, m.Namespace, spec.CredentialsSecretName(), specPath.Child(spec.CredentialsSecretField()).String())
 	if err != nil {
 		return nil, err
 	}
-	c, err := a.cloud.Client(token)
-	if err != nil {
-		return nil, err
-	}
-	return &scope{a: a, machine: m, spec: spec, client: c, ref: cloud.MachineRef{Name: m.Name, ClusterID: clusterID}}, nil
+	return a.scopeWith(m, spec, creds, clusterID)
 }
 
-// fallbackScope is a scope with the default token and no spec, to find and
-// delete the servers of a Machine whose spec became invalid.
-func (a *Actuator) fallbackScope(_ context.Context, m *machinev1.Machine) (*scope, error) {
-	clusterID := m.Labels[ClusterIDLabel]
-	if clusterID == "" {
-		return nil, fmt.Errorf("the Machine has no %s label", ClusterIDLabel)
-	}
-	c, err := a.cloud.Client("")
+func (a *Actuator) scopeWith(m *machinev1.Machine, spec cloud.Spec, creds cloud.Credentials, clusterID string) (*scope, error) {
+	acc, err := a.accounts.Get(owner(m), creds)
 	if err != nil {
 		return nil, err
 	}
-	return &scope{a: a, machine: m, client: c, ref: cloud.MachineRef{Name: m.Name, ClusterID: clusterID}}, nil
+	return &scope{
+		a: a, machine: m, spec: spec, account: acc, client: acc.Client,
+		view: acc.View(clusterID), ref: cloud.MachineRef{Name: m.Name, ClusterID: clusterID},
+	}, nil
 }
 
-// server finds the Machine's server: by the ID recorded on the Machine, else
-// by its tags. nil without error means there is none.
+// deleteScope is a scope for deleting: a spec that became invalid after the
+// server was made must not leak the server, so its servers are looked for
+// with the credentials the spec names (never with others).
+func (a *Actuator) deleteScope(ctx context.Context, m *machinev1.Machine) (*scope, error) {
+	s, err := a.scope(ctx, m)
+	if err == nil || !isInvalid(err) {
+		return s, err
+	}
+	clusterID, cerr := clusterOf(m)
+	if cerr != nil {
+		return nil, cerr
+	}
+	name, ok := a.cloud.CredentialsSecretOf(m.Spec.ProviderSpec)
+	if !ok {
+		return nil, &cloud.CredentialsError{Field: specPath.String(), Problem: fmt.Sprintf(
+			"the provider spec is not even JSON, so which %s credentials reach its server is unknown: %v", a.cloud.Name(), err)}
+	}
+	creds, err := cloud.ReadCredentials(ctx, a.secrets, a.cloud, m.Namespace, name, specPath.String()+" (credentials secret)")
+	if err != nil {
+		return nil, err
+	}
+	return a.scopeWith(m, nil, creds, clusterID)
+}
+
+func clusterOf(m *machinev1.Machine) (string, error) {
+	id := m.Labels[ClusterIDLabel]
+	if id == "" {
+		return "", invalidf(field.NewPath("metadata", "labels").Key(ClusterIDLabel), "required: the cluster's infrastructure name, which tags the Machine's server")
+	}
+	return id, nil
+}
+
+// checkHostname refuses Machine names a server and a Node cannot have: the
+// Machine's name is the server's hostname, one DNS label; with a domain the
+// whole name must still be a DNS name.
+func checkHostname(machine, serverName string) error {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(machine) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), machine, "the Machine's name is its server's hostname: "+msg))
+	}
+	if serverName != machine {
+		for _, msg := range validation.IsDNS1123Subdomain(serverName) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), serverName, "the server's name (the Machine's name with the spec's domain) must be a DNS name: "+msg))
+		}
+	}
+	if len(errs) > 0 {
+		return &invalidError{errs: errs}
+	}
+	return nil
+}
+
+// server finds the Machine's server in the account's view: the one the
+// Machine records, else the one carrying its identity. nil without error
+// means there is none. A recorded server the view does not show is looked
+// up directly before it is taken to be gone. Several servers are resolved
+// (duplicates.go): the Machine keeps one.
 func (s *scope) server(ctx context.Context) (*cloud.Server, error) {
-	if id := s.a.recordedID(s.machine); id != "" {
-		srv, err := s.client.GetServer(ctx, id)
-		if cloud.IsNotFound(err) {
-			return nil, nil
-		}
-		return srv, err
-	}
-	found, err := s.client.FindServers(ctx, s.ref)
-	switch {
-	case err != nil:
-		return nil, err
-	case len(found) == 0:
-		return nil, nil
-	case len(found) > 1:
-		return nil, duplicates(found)
-	}
-	return &found[0], nil
-}
-
-// allServers is every server of the Machine: the recorded one and those
-// carrying its tags.
-func (s *scope) allServers(ctx context.Context) ([]cloud.Server, error) {
-	found, err := s.client.FindServers(ctx, s.ref)
+	servers, err := s.view.Machine(ctx, s.ref.Name)
 	if err != nil {
 		return nil, err
 	}
-	id := s.a.recordedID(s.machine)
-	for _, f := range found {
-		if f.ID == id {
-			return found, nil
-		}
-	}
-	if id != "" {
-		srv, err := s.client.GetServer(ctx, id)
+	recorded := s.a.recordedID(s.machine)
+	if recorded != "" && !has(servers, recorded) {
+		srv, err := s.client.GetServer(ctx, recorded)
 		switch {
 		case cloud.IsNotFound(err):
 		case err != nil:
 			return nil, err
 		default:
-			found = append(found, *srv)
+			s.view.Created(*srv)
+			servers = append(servers, *srv)
 		}
 	}
+	switch len(servers) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &servers[0], nil
+	}
+	return s.resolveDuplicates(ctx, servers, recorded)
+}
+
+// allServers is every server of the Machine, looked up directly: the ones
+// carrying its identity and the recorded one.
+func (s *scope) allServers(ctx context.Context) ([]cloud.Server, error) {
+	found, err := s.client.ListServers(ctx, cloud.Selector{ClusterID: s.ref.ClusterID, Machine: s.ref.Name})
+	if err != nil {
+		return nil, err
+	}
+	id := s.a.recordedID(s.machine)
+	if id == "" || has(found, id) {
+		return found, nil
+	}
+	srv, err := s.client.GetServer(ctx, id)
+	switch {
+	case cloud.IsNotFound(err):
+	case err != nil:
+		return nil, err
+	default:
+		found = append(found, *srv)
+	}
 	return found, nil
+}
+
+func has(servers []cloud.Server, id string) bool {
+	for _, s := range servers {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
 }

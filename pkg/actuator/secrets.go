@@ -3,38 +3,22 @@ package actuator
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Keys of the secrets a provider spec refers to.
-const (
-	TokenKey    = "token"
-	UserDataKey = "userData"
-)
-
-// token reads the API token from the named secret; "" (the cloud's default
-// token) when the spec names none.
-func (a *Actuator) token(ctx context.Context, namespace, name string) (string, error) {
-	if name == "" {
-		return "", nil
-	}
-	data, _, err := a.secretKey(ctx, namespace, name, TokenKey, "tokenSecret")
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(data)), nil
-}
+// UserDataKey is the key of the user data in a userDataSecret.
+const UserDataKey = "userData"
 
 // secretKey reads one key of a secret, and returns all its keys too. A
 // missing secret may yet be created and is retried; a secret without the key
-// is a spec error.
+// is a spec error. Secrets are read through the actuator's secret reader
+// (uncached in the manager): only the secrets Machines name.
 func (a *Actuator) secretKey(ctx context.Context, namespace, name, key, specField string) ([]byte, map[string][]byte, error) {
 	var secret corev1.Secret
-	if err := a.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &secret); err != nil {
+	if err := a.secrets.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil, &secretMissingError{namespace: namespace, name: name, specField: specField}
 		}

@@ -1,6 +1,7 @@
 package actuator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -56,11 +57,11 @@ func (a *Actuator) recordedID(m *machinev1.Machine) string {
 // record writes what the Machine must show of its server: provider ID,
 // addresses (NodeInternalDNS is the future Node's name, as the
 // cluster-machine-approver checks), placement labels, state and the
-// provider status. drift lists immutable fields the spec changed.
+// provider status; the create intent is done with. drift lists immutable
+// fields the spec changed. Nothing is written when nothing changed.
 func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, drift []string) error {
 	m := s.machine
 	original := m.DeepCopy()
-
 	providerID := a.providerID(server.ID)
 	m.Spec.ProviderID = &providerID
 	if m.Labels == nil {
@@ -73,13 +74,12 @@ func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, d
 		m.Annotations = map[string]string{}
 	}
 	m.Annotations[InstanceStateAnnotation] = server.Status
-
+	delete(m.Annotations, CreateIntentAnnotation)
 	addresses := append([]corev1.NodeAddress{}, server.Addresses...)
 	addresses = append(addresses,
 		corev1.NodeAddress{Type: corev1.NodeInternalDNS, Address: server.Name},
 		corev1.NodeAddress{Type: corev1.NodeHostName, Address: server.Name})
 	m.Status.Addresses = addresses
-
 	st, err := decodeStatus(m)
 	if err != nil {
 		return err
@@ -98,18 +98,19 @@ func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, d
 			fields[i] = specPath.Child(f).String()
 		}
 		inSync.Status, inSync.Reason = metav1.ConditionFalse, "ReplacementRequired"
-		inSync.Message = fmt.Sprintf("%s changed, but a server cannot change it: replace the Machine (delete it; its MachineSet makes a new one)", strings.Join(fields, ", "))
+		inSync.Message = cloud.Truncate(fmt.Sprintf("%s changed, but a server cannot change it: replace the Machine (delete it; its MachineSet makes a new one)", strings.Join(fields, ", ")))
 	}
 	if prev := meta.FindStatusCondition(st.Conditions, ConditionSpecInSync); inSync.Status == metav1.ConditionFalse && (prev == nil || prev.Message != inSync.Message) {
 		a.recorder.Event(m, corev1.EventTypeWarning, "ReplacementRequired", inSync.Message)
 	}
 	meta.SetStatusCondition(&st.Conditions, inSync)
+	// The credentials worked: a condition that said otherwise is done.
+	meta.RemoveStatusCondition(&st.Conditions, ConditionCredentials)
 	raw, err := encodeStatus(st)
 	if err != nil {
 		return err
 	}
 	m.Status.ProviderStatus = raw
-
 	if server.Running && !wasReady {
 		metrics.ObserveProvisioning(a.cloud.Name(), a.now().Sub(m.CreationTimestamp.Time))
 	}
@@ -117,19 +118,54 @@ func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, d
 }
 
 // patch writes the Machine's metadata and spec, then its status, each as a
-// merge patch against what it was: no conflicts with the machine
-// controller, which writes phase and conditions itself.
+// merge patch against what it was, and each only when it changes anything:
+// no conflicts with the machine controller, which writes phase and
+// conditions itself, and no API write in a steady-state resync.
 func (a *Actuator) patch(ctx context.Context, original, m *machinev1.Machine) error {
 	status := m.Status.DeepCopy()
-	if err := a.client.Patch(ctx, m, client.MergeFrom(original)); err != nil {
-		return fmt.Errorf("recording the server on the Machine: %w", err)
+	metaPatch := client.MergeFrom(original)
+	if changed, err := changes(metaPatch, m); err != nil {
+		return err
+	} else if changed {
+		if err := a.client.Patch(ctx, m, metaPatch); err != nil {
+			return fmt.Errorf("recording the server on the Machine: %w", err)
+		}
 	}
 	// The patch answered with the stored status; put ours back and write it.
 	base := m.DeepCopy()
 	base.Status = original.Status
 	m.Status = *status
-	if err := a.client.Status().Patch(ctx, m, client.MergeFrom(base)); err != nil {
+	return a.patchStatus(ctx, base, m)
+}
+
+// patchStatus writes the status of m as a merge patch against base's, if
+// it differs.
+func (a *Actuator) patchStatus(ctx context.Context, base, m *machinev1.Machine) error {
+	p := client.MergeFrom(base)
+	changed, err := changes(p, m)
+	if err != nil || !changed {
+		return err
+	}
+	if err := a.client.Status().Patch(ctx, m, p); err != nil {
 		return fmt.Errorf("recording the server in the Machine's status: %w", err)
 	}
 	return nil
+}
+
+// changes reports whether a merge patch changes anything.
+func changes(p client.Patch, obj client.Object) (bool, error) {
+	data, err := p.Data(obj)
+	if err != nil {
+		return false, err
+	}
+	return !bytes.Equal(bytes.TrimSpace(data), []byte("{}")), nil
+}
+
+// groupsDeleted reports empty anti-affinity groups a deletion removed.
+func (a *Actuator) groupsDeleted(m *machinev1.Machine, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	metrics.GroupsDeleted(a.cloud.Name(), len(names))
+	a.recorder.Eventf(m, corev1.EventTypeNormal, "DeletedGroups", "Deleted empty %s anti-affinity group(s) %s", a.cloud.Name(), strings.Join(names, ", "))
 }

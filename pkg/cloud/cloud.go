@@ -1,11 +1,19 @@
 // Package cloud is the provider-neutral boundary between the Machine API and
 // a cloud. The actuator and the controllers know a cloud only through these
-// interfaces; the provider spec, the SDK and the cloud's conventions (tags,
-// server groups, flavors) live behind them, in pkg/cloud/<cloud>.
+// interfaces; the provider spec, the SDK and the cloud's conventions (tags or
+// labels, server groups, flavors) live behind them, in pkg/cloud/<cloud>.
+//
+// What is the same on every cloud lives here, once, and both clouds use it:
+// accounts and their credentials (accounts.go, credentials.go), the per-account
+// call gate with its rate limit and Retry-After (gate.go, call.go), the error
+// classes and their classification (errors.go, classify.go), scrubbing
+// secrets from cloud messages (scrub.go), packing servers into anti-affinity
+// groups (groups.go), and the shared view of a cluster's servers (view.go).
 package cloud
 
 import (
 	"context"
+	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,17 +31,37 @@ type Cloud interface {
 	// ParseSpec decodes, defaults and validates a provider spec. What is
 	// wrong comes back as field errors under path.
 	ParseSpec(ps machinev1.ProviderSpec, path *field.Path) (Spec, field.ErrorList)
-	// Client returns a client acting with token; "" means the default token
-	// the manager was started with. Clients are cheap to ask for: a cloud
-	// keeps one per token.
-	Client(token string) (Client, error)
+	// CredentialsSecretOf reads only the name of the credentials secret from
+	// a provider spec that may be invalid otherwise, so that the servers of a
+	// Machine whose spec broke after they were made can still be found with
+	// the credentials the spec names. ok is false when the spec cannot even
+	// say that (not JSON).
+	CredentialsSecretOf(ps machinev1.ProviderSpec) (name string, ok bool)
+	// CredentialKeys are the keys a credentials secret holds for this
+	// cloud: ["token"] for cloudscale.ch, the API key and secret for
+	// Exoscale.
+	CredentialKeys() []string
+	// DefaultCredentials are the manager's own credentials (from its
+	// environment), used for Machines whose spec names no secret; nil when
+	// the manager has none.
+	DefaultCredentials() *Credentials
+	// NewClient returns a client acting with creds. Every API call it makes
+	// passes gate first (see Call). Clients are kept per account by
+	// Accounts: never call this for each reconcile.
+	NewClient(creds Credentials, gate *Gate) (Client, error)
+	// DefaultRateLimit is the cloud's safe default for calls per second and
+	// burst per account.
+	DefaultRateLimit() RateLimit
 }
 
 // Spec is a parsed, defaulted and valid provider spec.
 type Spec interface {
-	// TokenSecretName names the secret (key "token") holding the API token,
-	// "" for the default token.
-	TokenSecretName() string
+	// CredentialsSecretName names the secret holding the cloud's
+	// credentials (Cloud.CredentialKeys), "" for the manager's default.
+	CredentialsSecretName() string
+	// CredentialsSecretField is the spec field naming that secret
+	// ("tokenSecret", "credentialsSecret"), for messages.
+	CredentialsSecretField() string
 	// UserDataSecretName names the secret (key "userData") holding the
 	// user data, "" for none.
 	UserDataSecretName() string
@@ -43,9 +71,20 @@ type Spec interface {
 	Zone() string
 	// RootVolumeGiB is the size of the root disk, for capacity publishing.
 	RootVolumeGiB() int
+	// ServerName is the name the Machine's server gets, which is also its
+	// hostname and so the Node's name.
+	ServerName(machine string) string
+	// AntiAffinityKey is the spec's antiAffinityKey: servers of all
+	// Machines with the same key are spread over anti-affinity groups the
+	// provider makes and deletes. "" for none.
+	AntiAffinityKey() string
+	// MaxUserDataBytes is the largest user data the cloud accepts, as the
+	// bytes the provider renders (before any encoding the API asks for).
+	MaxUserDataBytes() int
 }
 
-// MachineRef names a Machine to the cloud: its servers carry tags with both.
+// MachineRef names a Machine to the cloud: its servers carry tags or labels
+// with both.
 type MachineRef struct {
 	// Name of the Machine.
 	Name string
@@ -54,11 +93,25 @@ type MachineRef struct {
 	ClusterID string
 }
 
+// Selector picks servers by the identity the provider gave them: every
+// server of a cluster (Machine "") or those of one Machine.
+type Selector struct {
+	ClusterID string
+	Machine   string
+}
+
 // Server is a cloud server as the Machine API needs to see it.
 type Server struct {
 	ID string
 	// Name is the server's hostname, which becomes the Node's name.
 	Name string
+	// Machine and ClusterID are the identity the provider tagged the
+	// server with ("" when it carries none).
+	Machine   string
+	ClusterID string
+	// CreatedAt is when the cloud created the server, to tell duplicates
+	// apart (the oldest is kept).
+	CreatedAt time.Time
 	// Status is the cloud's own word for the server's state.
 	Status string
 	// Running is true once the server has booted.
@@ -89,26 +142,40 @@ type Flavor struct {
 // Client acts on one cloud account. Every method may be retried: none of
 // them makes a second server when called again after an error.
 type Client interface {
-	// FindServers returns the servers tagged as the Machine's. More than
-	// one is a fault the caller must report, never resolve by guessing.
-	FindServers(ctx context.Context, m MachineRef) ([]Server, error)
+	// ListServers returns the servers carrying the selector's identity,
+	// with one API call (a tag or label filter). Each call goes to the
+	// cloud; the View (view.go) is the cached way to ask.
+	ListServers(ctx context.Context, sel Selector) ([]Server, error)
 	// GetServer returns a server by ID, or an error wrapping ErrNotFound.
 	GetServer(ctx context.Context, id string) (*Server, error)
-	// CreateServer creates the Machine's server, tagged as the Machine's, with
-	// userData. Callers look for an existing one first (FindServers); with
-	// an anti-affinity key, concurrent creates are placed consistently.
-	CreateServer(ctx context.Context, m MachineRef, spec Spec, userData []byte) (*Server, error)
+	// CreateServer creates the Machine's server, with the Machine's identity
+	// and userData, unless the Machine has one already: after any lock or
+	// wait it takes, it looks for the Machine's servers with ListServers and
+	// returns the first it finds (created false). Concurrent creates with an
+	// anti-affinity key are placed consistently. When the cloud refuses the
+	// server, nothing the call made before (an anti-affinity group) stays.
+	CreateServer(ctx context.Context, m MachineRef, spec Spec, userData []byte) (s *Server, created bool, err error)
 	// DeleteServer deletes a server (a server already gone is no error)
-	// and then the anti-affinity groups of the provider it left empty.
+	// and then the provider's anti-affinity groups it left empty.
 	DeleteServer(ctx context.Context, m MachineRef, s *Server) error
-	// ListServers returns all servers of a cluster.
-	ListServers(ctx context.Context, clusterID string) ([]Server, error)
-	// SyncServer brings the tags of the server and its root volume in line
-	// with spec, and returns the immutable fields (by their provider spec
-	// names) in which the server differs from spec: the Machine must be
-	// replaced for those to take effect.
+	// SyncServer brings the server's tags or labels (and, where the cloud
+	// has them, its root volume's) in line with spec and attaches what the
+	// spec asks for and the create could not do (networks, security groups),
+	// and returns the immutable fields (by their provider spec names) in
+	// which the server differs from spec: the Machine must be replaced for
+	// those to take effect.
 	SyncServer(ctx context.Context, m MachineRef, spec Spec, s *Server) (drift []string, err error)
+	// CheckSpec checks spec against the cloud's catalog (flavor, image,
+	// networks, groups), from cached lists where it can, and returns an
+	// InvalidConfigError naming the field when the cloud cannot have such a
+	// server. It makes no change anywhere.
+	CheckSpec(ctx context.Context, spec Spec) error
 	// Flavor describes a flavor in a zone; an unknown one is an
 	// InvalidConfigError.
 	Flavor(ctx context.Context, zone, name string) (*Flavor, error)
+	// CleanupGroups deletes the cluster's anti-affinity groups that the
+	// provider made (they carry its identity), that hold no server and that
+	// are older than minAge, and returns their names. Groups the user named
+	// in a spec are never touched.
+	CleanupGroups(ctx context.Context, clusterID string, minAge time.Duration) ([]string, error)
 }

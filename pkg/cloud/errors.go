@@ -3,6 +3,7 @@ package cloud
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -31,10 +32,64 @@ func (e *InvalidConfigError) Error() string {
 type RetryableError struct {
 	RetryAfter time.Duration
 	Err        error
+	// NotPerformed is true when the request certainly had no effect: the
+	// cloud turned it away before acting (429) or it was never sent (the
+	// account's gate held it back, the connection could not be made). A
+	// write failing otherwise may or may not have happened.
+	NotPerformed bool
 }
 
 func (e *RetryableError) Error() string { return e.Err.Error() }
 func (e *RetryableError) Unwrap() error { return e.Err }
 
+// AuthError is the cloud refusing the credentials (401) or the action with
+// them (403). It is not an InvalidConfigError: fixing the secret fixes the
+// Machine, without a new spec.
+type AuthError struct {
+	Cloud  string
+	Op     string
+	Status int
+	// Source says where the credentials came from (a secret and its keys,
+	// or the manager's environment), never what they are.
+	Source string
+	Detail string
+	// RetryAfter is how long the account's gate holds its calls back
+	// after this refusal (Call sets it).
+	RetryAfter time.Duration
+}
+
+func (e *AuthError) Error() string {
+	what := "were refused"
+	if e.Status == http.StatusForbidden {
+		what = "may not do this (are they read-only, or restricted?)"
+	}
+	msg := fmt.Sprintf("%s %s: HTTP %d: the credentials from %s %s", e.Cloud, e.Op, e.Status, e.Source, what)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
 // IsNotFound reports whether err says the thing is not there.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// NotPerformed reports whether a failed call certainly changed nothing in
+// the cloud: it was refused for what it asked (invalid, not found, not
+// allowed), rate limited, or never sent. Any other failure of a write, a
+// timeout or a 5xx above all, may have happened after all.
+func NotPerformed(err error) bool {
+	var (
+		inv  *InvalidConfigError
+		auth *AuthError
+		re   *RetryableError
+	)
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &re):
+		return re.NotPerformed
+	case errors.As(err, &inv), errors.As(err, &auth), IsNotFound(err):
+		return true
+	}
+	return false
+}

@@ -14,12 +14,14 @@ import (
 	apifeatures "github.com/openshift/api/features"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	machinecontroller "github.com/openshift/machine-api-operator/pkg/controller/machine"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -28,6 +30,9 @@ import (
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
+	"github.com/appuio/machine-api-provider/pkg/orphans"
+	"github.com/appuio/machine-api-provider/pkg/userdata"
 	"github.com/appuio/machine-api-provider/pkg/webhooks"
 )
 
@@ -65,7 +70,25 @@ type Options struct {
 
 	// Webhook serves the admission webhooks for Machines and MachineSets.
 	Webhook WebhookOptions
+
+	// CloudRateLimit limits the calls per second of each cloud account;
+	// zero: the cloud's default.
+	CloudRateLimit cloud.RateLimit
+	// ServerViewRefresh is how old the shared list of a cluster's servers
+	// may be before a lookup lists again. Default 10s.
+	ServerViewRefresh time.Duration
+	// Actuator tunes the actuator (create grace period).
+	Actuator actuator.Options
+	// Janitor tunes the sweep for empty groups and orphan servers.
+	Janitor janitor.Options
+	// UserDataRenderer renders user data, evaluating templates in its
+	// sandbox with its limits; nil means userdata.Default.
+	UserDataRenderer *userdata.Renderer
 }
+
+// DefaultNamespace is where OpenShift keeps Machines; the orphan record
+// lives there when the manager watches all namespaces.
+const DefaultNamespace = "openshift-machine-api"
 
 // WebhookOptions configure the admission webhook server (pkg/webhooks).
 type WebhookOptions struct {
@@ -108,11 +131,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
+	// No client-side limit unless asked for: a controller of thousands of
+	// Machines makes bursts of writes, and the API server's priority and
+	// fairness protects it better than a fixed per-client rate would.
+	cfg.QPS, cfg.Burst = -1, 0
 	if o.KubeAPIQPS > 0 {
 		cfg.QPS = o.KubeAPIQPS
-	}
-	if o.KubeAPIBurst > 0 {
-		cfg.Burst = o.KubeAPIBurst
+		cfg.Burst = max(o.KubeAPIBurst, int(o.KubeAPIQPS))
 	}
 	cacheOpts := cache.Options{}
 	if o.SyncPeriod > 0 {
@@ -131,6 +156,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		Logger:                  o.Log,
 		Controller:              config.Controller{SkipNameValidation: &o.AllowManyPerProcess},
+		// Secrets are read one by one, only those Machines and MachineSets
+		// name: no informer holds every Secret of the namespace in memory,
+		// and RBAC needs only get.
+		// The orphan record (a ConfigMap) is read when it changes hands,
+		// not watched.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 	}
 	if o.Webhook.Port != 0 {
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
@@ -152,7 +183,28 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 
-	act := actuator.New(mgr.GetClient(), o.Cloud, mgr.GetEventRecorderFor(o.Cloud.Name()+"-actuator"), o.Log.WithName("actuator"))
+	accounts := cloud.NewAccounts(o.Cloud, cloud.AccountOptions{RateLimit: o.CloudRateLimit, View: cloud.ViewOptions{Refresh: o.ServerViewRefresh}})
+	registryNS := o.Namespace
+	if registryNS == "" {
+		registryNS = DefaultNamespace
+	}
+	registry := &orphans.Registry{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(o.Cloud.Name() + "-janitor"),
+		Namespace: registryNS, Cloud: o.Cloud.Name(),
+	}
+	actOpts := o.Actuator
+	actOpts.SecretReader = mgr.GetAPIReader()
+	actOpts.Orphans = registry
+	act := actuator.New(mgr.GetClient(), accounts, mgr.GetEventRecorderFor(o.Cloud.Name()+"-actuator"), o.Log.WithName("actuator"), actOpts)
+	janOpts := o.Janitor
+	janOpts.Log = o.Log.WithName("janitor")
+	jan, err := janitor.New(mgr.GetClient(), accounts, registry, janOpts)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(jan); err != nil {
+		return nil, err
+	}
 	gate, err := FeatureGate()
 	if err != nil {
 		return nil, err
@@ -169,7 +221,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 	}
 	if o.CapacityPublisher {
-		if err := addCapacityPublisher(mgr, o); err != nil {
+		if err := addCapacityPublisher(mgr, accounts); err != nil {
 			return nil, fmt.Errorf("adding the capacity publisher: %w", err)
 		}
 	}

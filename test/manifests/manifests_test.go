@@ -609,7 +609,8 @@ func TestRBACCoversMarkers(t *testing.T) {
 
 // TestNoSecretAccessClusterWide asks the API server itself: with the RBAC
 // of config/default in place, neither service account may read Secrets
-// outside the namespace, and only the controllers' may read them in it.
+// outside the namespace, and only the controllers' may read them in it, one
+// by one: no list or watch, so no cache of every Secret of the namespace.
 func TestNoSecretAccessClusterWide(t *testing.T) {
 	_, c := testenv.Start(t)
 	ctx := context.Background()
@@ -623,7 +624,8 @@ func TestNoSecretAccessClusterWide(t *testing.T) {
 		allowed             bool
 	}{
 		{ControllersSA, Namespace, "get", true},
-		{ControllersSA, Namespace, "list", true},
+		{ControllersSA, Namespace, "list", false},
+		{ControllersSA, Namespace, "watch", false},
 		{ControllersSA, Namespace, "create", false},
 		{ControllersSA, Namespace, "delete", false},
 		{ControllersSA, "kube-system", "get", false},

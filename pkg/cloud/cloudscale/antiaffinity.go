@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -16,46 +18,44 @@ import (
 // maxServersPerGroup is cloudscale.ch's limit for an anti-affinity group.
 const maxServersPerGroup = 4
 
-// groupLockKey names the groups of one antiAffinityKey. The Client is per
-// token, so together with it the lock is per (token, cluster, key, zone).
-type groupLockKey struct {
-	clusterID, key, zone string
-}
+// tagGroupCreated holds, on the provider's server groups, when they were
+// made (Unix seconds): the API does not say, and a group must be some time
+// old before it may be deleted for being empty, since another process may
+// have just made it for a server on its way.
+const tagGroupCreated = "machine-api-provider-cloudscale_appuio_io_created"
 
-// lockGroups serialises, within this process, choosing or creating a group
-// and creating the server in it, so that concurrent creates fill a group
-// before opening the next one and no group is deleted while a server is on
-// its way into it. A channel rather than a mutex, so that a caller whose
-// context ends stops waiting.
-func (c *Client) lockGroups(ctx context.Context, k groupLockKey) (unlock func(), err error) {
-	c.locksMu.Lock()
-	ch := c.locks[k]
-	if ch == nil {
-		ch = make(chan struct{}, 1)
-		c.locks[k] = ch
-	}
-	c.locksMu.Unlock()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("cloudscale: waiting for the anti-affinity groups of %q: %w", k.key, ctx.Err())
-	}
-}
-
-func (c *Client) createWithAntiAffinity(ctx context.Context, m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec, req *sdk.ServerRequest) (*sdk.Server, error) {
-	k := groupLockKey{clusterID: m.ClusterID, key: p.AntiAffinityKey, zone: p.Zone}
-	unlock, err := c.lockGroups(ctx, k)
+func (c *Client) createWithAntiAffinity(ctx context.Context, m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec, req *sdk.ServerRequest) (*cloud.Server, bool, error) {
+	k := cloud.GroupKey{ClusterID: m.ClusterID, Key: p.AntiAffinityKey, Zone: p.Zone}
+	unlock, err := c.groupLocks.Lock(ctx, k)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer unlock()
-	group, err := c.placementGroup(ctx, k)
+	// Waiting for the lock may have taken a while: look again, with the
+	// calls up to the create paid for at once (look, group list, group
+	// create, server create), so that no rate-limit wait comes between the
+	// look and the create.
+	ctx, err = c.gate.Prepay(ctx, 4)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	found, err := c.ListServers(ctx, cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(found) > 0 {
+		return &found[0], false, nil
+	}
+	group, isNew, err := c.placementGroup(ctx, k)
+	if err != nil {
+		return nil, false, err
 	}
 	req.ServerGroups = append(req.ServerGroups, group)
-	return c.createServer(ctx, req, reclassifying(func(err error) error {
+	var s *sdk.Server
+	err = c.call(ctx, "server.create", func(ctx context.Context) (err error) {
+		s, err = c.sdk.Servers.Create(ctx, req)
+		return err
+	}, redacting(req.UserData), reclassifying(func(err error) error {
 		// Another process (an old leader, a second cluster's provider
 		// with the same token) may have filled or deleted the group since
 		// it was listed: placing the server again will do. A refusal
@@ -64,8 +64,20 @@ func (c *Client) createWithAntiAffinity(ctx context.Context, m cloud.MachineRef,
 		if !errors.As(err, &invalid) || invalid.Field != "serverGroups" || (namesAny(invalid.Message, p.ServerGroups) && !strings.Contains(invalid.Message, group)) {
 			return err
 		}
-		return &cloud.RetryableError{Err: fmt.Errorf("cloudscale.ch server.create: anti-affinity group %s for %q refused the server, it is placed again: %s", group, p.AntiAffinityKey, invalid.Message)}
+		return &cloud.RetryableError{NotPerformed: true, Err: fmt.Errorf("cloudscale.ch server.create: anti-affinity group %s for %q refused the server, it is placed again: %s", group, p.AntiAffinityKey, invalid.Message)}
 	}))
+	if err != nil {
+		if isNew && cloud.NotPerformed(err) {
+			// Nothing of a refused create stays behind: the group was
+			// made for this server only.
+			c.deleteGroupIfEmptyLocked(ctx, group, "")
+		}
+		return nil, false, err
+	}
+	c.rootTagsMu.Lock()
+	c.untagged[s.UUID] = true
+	c.rootTagsMu.Unlock()
+	return toServer(s), true, nil
 }
 
 func namesAny(msg string, ids []string) bool {
@@ -77,49 +89,57 @@ func namesAny(msg string, ids []string) bool {
 	return false
 }
 
-// placementGroup returns the oldest group of the key in the zone with room
-// left, creating a new one when all are full. Callers hold lockGroups.
-func (c *Client) placementGroup(ctx context.Context, k groupLockKey) (string, error) {
-	groups, err := c.listGroups(ctx, map[string]string{v1beta1.TagClusterID: k.clusterID, v1beta1.TagAntiAffinityKey: k.key})
+// placementGroup returns the group the next server of the key goes into,
+// creating it when all are full (isNew). Callers hold the key's lock.
+func (c *Client) placementGroup(ctx context.Context, k cloud.GroupKey) (id string, isNew bool, err error) {
+	groups, err := c.listGroups(ctx, map[string]string{v1beta1.TagClusterID: k.ClusterID, v1beta1.TagAntiAffinityKey: ""})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	names := map[string]bool{}
-	inZone := 0
-	for _, g := range groups {
-		names[g.Name] = true
-		if g.Zone.Slug != k.zone {
-			continue
-		}
-		inZone++
-		// The API lists in creation order: the first with room is the oldest.
-		if len(g.Servers) < maxServersPerGroup {
-			return g.UUID, nil
-		}
+	pl := cloud.Place(toGroups(groups), k, maxServersPerGroup)
+	if pl.ID != "" {
+		return pl.ID, false, nil
 	}
-	// Numbered after the groups in the zone; names need not be unique on
-	// cloudscale.ch, but unique names are easier on humans.
-	n := inZone + 1
-	for names[groupName(k, n)] {
-		n++
+	req := &sdk.ServerGroupRequest{Name: pl.NewName, Type: "anti-affinity"}
+	req.Zone = k.Zone
+	req.Tags = &sdk.TagMap{
+		v1beta1.TagClusterID:       k.ClusterID,
+		v1beta1.TagAntiAffinityKey: k.Key,
+		tagGroupCreated:            strconv.FormatInt(c.now().Unix(), 10),
 	}
-	req := &sdk.ServerGroupRequest{Name: groupName(k, n), Type: "anti-affinity"}
-	req.Zone = k.zone
-	req.Tags = &sdk.TagMap{v1beta1.TagClusterID: k.clusterID, v1beta1.TagAntiAffinityKey: k.key}
 	var g *sdk.ServerGroup
 	err = c.call(ctx, "servergroup.create", func(ctx context.Context) (err error) {
 		g, err = c.sdk.ServerGroups.Create(ctx, req)
 		return err
 	})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	logf.FromContext(ctx).Info("Created anti-affinity server group", "group", g.Name, "uuid", g.UUID, "zone", k.zone)
-	return g.UUID, nil
+	logf.FromContext(ctx).Info("Created anti-affinity server group", "group", g.Name, "uuid", g.UUID, "zone", k.Zone)
+	return g.UUID, true, nil
 }
 
-func groupName(k groupLockKey, n int) string {
-	return fmt.Sprintf("%s-%s-%d", k.clusterID, k.key, n)
+// toGroups converts server groups for packing. The API lists them in
+// creation order; groups without the creation tag (made by an older
+// version) count as old, in that order.
+func toGroups(list []sdk.ServerGroup) []cloud.Group {
+	out := make([]cloud.Group, 0, len(list))
+	for i, g := range list {
+		created := time.Unix(0, int64(i))
+		if sec, err := strconv.ParseInt(g.Tags[tagGroupCreated], 10, 64); err == nil {
+			created = time.Unix(sec, int64(i))
+		}
+		members := make([]string, 0, len(g.Servers))
+		for _, s := range g.Servers {
+			members = append(members, s.UUID)
+		}
+		out = append(out, cloud.Group{
+			ID: g.UUID, Name: g.Name, Zone: g.Zone.Slug,
+			Key: g.Tags[v1beta1.TagAntiAffinityKey], ClusterID: g.Tags[v1beta1.TagClusterID],
+			Members: members, CreatedAt: created,
+		})
+	}
+	return out
 }
 
 // listGroups lists the server groups with the tags; an empty value asks for
@@ -142,18 +162,6 @@ func (c *Client) listGroups(ctx context.Context, tags map[string]string) ([]sdk.
 	return out, nil
 }
 
-// matchesFilter applies a tag filter as the API does: an empty value asks
-// for the key only.
-func matchesFilter(have, filter map[string]string) bool {
-	for k, v := range filter {
-		hv, ok := have[k]
-		if !ok || v != "" && hv != v {
-			return false
-		}
-	}
-	return true
-}
-
 // deleteEmptyGroups deletes the provider's anti-affinity groups that the
 // deleted server was in and that are empty now. The user's serverGroups have
 // no antiAffinityKey tag and are never candidates.
@@ -169,51 +177,85 @@ func (c *Client) deleteEmptyGroups(ctx context.Context, m cloud.MachineRef, dele
 	if err != nil {
 		return err
 	}
-	for _, g := range groups {
-		key := g.Tags[v1beta1.TagAntiAffinityKey]
-		if !was[g.UUID] || key == "" || members(&g, deleted.UUID) > 0 {
+	for _, g := range toGroups(groups) {
+		if !was[g.ID] || g.Key == "" || members(g.Members, deleted.UUID) > 0 {
 			continue
 		}
-		if err := c.deleteGroupIfEmpty(ctx, groupLockKey{clusterID: m.ClusterID, key: key, zone: g.Zone.Slug}, g.UUID, deleted.UUID); err != nil {
+		if _, err := c.deleteGroupIfEmpty(ctx, cloud.GroupKey{ClusterID: m.ClusterID, Key: g.Key, Zone: g.Zone}, g.ID, deleted.UUID); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// CleanupGroups deletes the cluster's empty anti-affinity groups of the
+// provider older than minAge: those a failed delete left behind, whatever
+// failed. Groups without the antiAffinityKey tag (the user's) are never
+// candidates.
+func (c *Client) CleanupGroups(ctx context.Context, clusterID string, minAge time.Duration) ([]string, error) {
+	if clusterID == "" {
+		return nil, errors.New("cloudscale: cleaning up groups needs the cluster ID")
+	}
+	groups, err := c.listGroups(ctx, map[string]string{v1beta1.TagClusterID: clusterID, v1beta1.TagAntiAffinityKey: ""})
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	for _, g := range cloud.EmptyGroups(toGroups(groups), clusterID, minAge, c.now()) {
+		ok, err := c.deleteGroupIfEmpty(ctx, cloud.GroupKey{ClusterID: clusterID, Key: g.Key, Zone: g.Zone}, g.ID, "")
+		if err != nil {
+			return deleted, err
+		}
+		if ok {
+			deleted = append(deleted, g.Name)
+		}
+	}
+	return deleted, nil
+}
+
 // members counts a group's servers other than one just deleted, should the
 // API still list it.
-func members(g *sdk.ServerGroup, deleted string) int {
+func members(ids []string, deleted string) int {
 	n := 0
-	for _, s := range g.Servers {
-		if s.UUID != deleted {
+	for _, id := range ids {
+		if id != deleted {
 			n++
 		}
 	}
 	return n
 }
 
-// deleteGroupIfEmpty looks at the group again under the lock: a create of
-// this process may have put a server into it since it was listed.
-func (c *Client) deleteGroupIfEmpty(ctx context.Context, k groupLockKey, id, deleted string) error {
-	unlock, err := c.lockGroups(ctx, k)
+// deleteGroupIfEmpty looks at the group again under the key's lock: a create
+// of this process may have put a server into it since it was listed.
+func (c *Client) deleteGroupIfEmpty(ctx context.Context, k cloud.GroupKey, id, deleted string) (bool, error) {
+	unlock, err := c.groupLocks.Lock(ctx, k)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer unlock()
+	return c.deleteGroupIfEmptyLocked(ctx, id, deleted)
+}
+
+// deleteGroupIfEmptyLocked deletes the group if it holds no server (but
+// deleted). Callers hold the key's lock.
+func (c *Client) deleteGroupIfEmptyLocked(ctx context.Context, id, deleted string) (bool, error) {
 	var g *sdk.ServerGroup
-	err = c.call(ctx, "servergroup.get", func(ctx context.Context) (err error) {
+	err := c.call(ctx, "servergroup.get", func(ctx context.Context) (err error) {
 		g, err = c.sdk.ServerGroups.Get(ctx, id)
 		return err
 	})
 	if cloud.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	if members(g, deleted) > 0 {
-		return nil
+	ids := make([]string, 0, len(g.Servers))
+	for _, s := range g.Servers {
+		ids = append(ids, s.UUID)
+	}
+	if members(ids, deleted) > 0 {
+		return false, nil
 	}
 	err = c.call(ctx, "servergroup.delete", func(ctx context.Context) error {
 		return c.sdk.ServerGroups.Delete(ctx, id)
@@ -222,15 +264,15 @@ func (c *Client) deleteGroupIfEmpty(ctx context.Context, k groupLockKey, id, del
 	switch {
 	case err == nil:
 		logf.FromContext(ctx).Info("Deleted empty anti-affinity server group", "group", g.Name, "uuid", id)
-		return nil
+		return true, nil
 	case cloud.IsNotFound(err):
-		return nil
+		return false, nil
 	case errors.As(err, &invalid):
 		// Another process put a server into it after all; the group stays
 		// until that one goes.
 		logf.FromContext(ctx).Info("Anti-affinity server group not deleted, it is in use again", "group", g.Name, "uuid", id)
-		return nil
+		return false, nil
 	default:
-		return err
+		return false, err
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
 
@@ -34,7 +35,7 @@ func TestAntiAffinityConcurrentCreatesAndDeletes(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range servers {
 		wg.Go(func() {
-			s, err := v.client.CreateServer(v.ctx, ref(fmt.Sprintf("w%d", i)), spec, nil)
+			s, _, err := v.client.CreateServer(v.ctx, ref(fmt.Sprintf("w%d", i)), spec, nil)
 			if err != nil {
 				t.Errorf("create w%d: %v", i, err)
 				return
@@ -171,25 +172,89 @@ func TestAntiAffinityGroupFilledBehindOurBack(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, emucs.Config{})
 	c := New(Options{BaseURL: v.url, DefaultToken: testToken, HTTPClient: &http.Client{Transport: &fillingTransport{v: v}}})
-	cl, _ := c.Client("")
+	cl := newTestClient(t, c, testToken)
 	spec := v.spec(antiAffinity("workers"))
 
-	_, err := cl.CreateServer(v.ctx, ref("w"), spec, nil)
-	asRetryable(t, err)
-	s, err := cl.CreateServer(v.ctx, ref("w"), spec, nil)
-	if err != nil {
-		t.Fatalf("retry: %v", err)
+	_, _, err := cl.CreateServer(v.ctx, ref("w"), spec, nil)
+	if re := asRetryable(t, err); !re.NotPerformed {
+		t.Errorf("a create refused for a full group is not marked as not performed: %v", err)
+	}
+	s, created, err := cl.CreateServer(v.ctx, ref("w"), spec, nil)
+	if err != nil || !created {
+		t.Fatalf("retry: %v (created %v)", err, created)
 	}
 	if g := s.Detail.(*sdk.Server).ServerGroups; len(g) != 1 || g[0].Name != "c-test-workers-2" {
 		t.Errorf("retried server in %v, want the new group c-test-workers-2", g)
 	}
 }
 
+// A create the cloud refuses leaves nothing behind: the anti-affinity group
+// made for it is deleted again.
 func TestAntiAffinityWithMissingUserGroupIsInvalid(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, emucs.Config{})
-	_, err := v.client.CreateServer(v.ctx, ref("w"), v.spec(antiAffinity("workers", "00000000-0000-4000-8000-000000000000")), nil)
+	_, _, err := v.client.CreateServer(v.ctx, ref("w"), v.spec(antiAffinity("workers", "00000000-0000-4000-8000-000000000000")), nil)
 	if ic := asInvalid(t, err); ic.Field != "serverGroups" {
 		t.Errorf("field %q, want serverGroups", ic.Field)
+	}
+	if g := v.groups(); len(g) != 0 {
+		t.Errorf("the refused create left %d server group(s) behind: %+v", len(g), g)
+	}
+	if n := v.emu.Harness().Count("POST /v1/server-groups"); n != 1 {
+		t.Errorf("%d group creates, want 1 (made, then deleted)", n)
+	}
+}
+
+// A spec the catalog already refuses costs no write at all: no group, no
+// server create.
+func TestUnknownFlavorWithAntiAffinityMakesNothing(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emucs.Config{})
+	_, _, err := v.client.CreateServer(v.ctx, ref("w"), v.spec(func(p *v1beta1.CloudscaleMachineProviderSpec) {
+		antiAffinity("workers")(p)
+		p.Flavor = "flex-999-1"
+	}), nil)
+	if ic := asInvalid(t, err); ic.Field != "flavor" {
+		t.Errorf("field %q, want flavor", ic.Field)
+	}
+	for _, route := range []string{"POST /v1/server-groups", "POST /v1/servers"} {
+		if n := v.emu.Harness().Count(route); n != 0 {
+			t.Errorf("%s called %d times for an unknown flavor", route, n)
+		}
+	}
+}
+
+// Groups a failed delete left empty are found and deleted later, but only
+// the provider's, and only once they are old enough.
+func TestCleanupGroups(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emucs.Config{})
+	s := v.create("w", v.spec(antiAffinity("workers")))
+	// The server goes behind the provider's back, leaving its group empty.
+	if err := v.sdk.Servers.Delete(v.ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	user := &sdk.ServerGroupRequest{Name: "mine", Type: "anti-affinity"}
+	user.Zone = "rma1"
+	user.Tags = &sdk.TagMap{v1beta1.TagClusterID: testCluster}
+	if _, err := v.sdk.ServerGroups.Create(v.ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := v.client.CleanupGroups(v.ctx, testCluster, time.Hour)
+	if err != nil || len(deleted) != 0 {
+		t.Fatalf("CleanupGroups with a minimum age of an hour deleted %v (%v); the group is younger", deleted, err)
+	}
+	deleted, err = v.client.CleanupGroups(v.ctx, testCluster, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(deleted, []string{"c-test-workers-1"}) {
+		t.Errorf("deleted %v, want [c-test-workers-1]", deleted)
+	}
+	if g := v.groups(); len(g) != 1 || g[0].Name != "mine" {
+		t.Errorf("groups left %+v, want only the user's", g)
+	}
+	if deleted, _ := v.client.CleanupGroups(v.ctx, "other-cluster", 0); len(deleted) != 0 {
+		t.Errorf("another cluster's cleanup deleted %v", deleted)
 	}
 }

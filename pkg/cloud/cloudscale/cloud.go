@@ -1,14 +1,13 @@
 package cloudscale
 
 import (
-	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
@@ -21,11 +20,17 @@ import (
 // Name is the cloud's name and the scheme of its provider IDs.
 const Name = "cloudscale"
 
+// displayName names the cloud in messages.
+const displayName = "cloudscale.ch"
+
 const (
 	// EnvAPIURL and EnvAPIToken are the environment variables the SDK and
 	// the cloudscale.ch tooling use; they are the defaults of Options.
 	EnvAPIURL   = "CLOUDSCALE_API_URL"
 	EnvAPIToken = "CLOUDSCALE_API_TOKEN"
+
+	// TokenKey is the key of the token in a tokenSecret.
+	TokenKey = "token"
 
 	defaultBaseURL = "https://api.cloudscale.ch/"
 	defaultTimeout = 30 * time.Second
@@ -36,24 +41,24 @@ type Options struct {
 	// BaseURL of the API; default $CLOUDSCALE_API_URL, else the real API.
 	BaseURL string
 	// DefaultToken is used when a Machine names no tokenSecret; default
-	// $CLOUDSCALE_API_TOKEN.
+	// $CLOUDSCALE_API_TOKEN. It is never used for a Machine that names one.
 	DefaultToken string
 	// HTTPClient carries the API calls; default a client with a 30s
 	// timeout. Its Transport is wrapped, not replaced.
 	HTTPClient *http.Client
+	// RateLimit overrides DefaultRateLimit.
+	RateLimit cloud.RateLimit
 }
 
-// Cloud is cloudscale.ch. It keeps one Client per token so that the caches
-// and locks of a Client are shared by every Machine using that token.
+// Cloud is cloudscale.ch.
 type Cloud struct {
 	baseURL      *url.URL
 	rawBaseURL   string
 	baseURLErr   error
-	defaultToken string
+	defaultCreds *cloud.Credentials
+	defaultErr   error
 	httpClient   *http.Client
-
-	mu      sync.Mutex
-	clients map[clientKey]*Client
+	rateLimit    cloud.RateLimit
 }
 
 var (
@@ -62,15 +67,9 @@ var (
 	_ cloud.Spec   = (*Spec)(nil)
 )
 
-// clientKey identifies a Client without holding the token itself: a map
-// key may end up in a heap dump or a debugger, a hash is harmless there.
-type clientKey struct {
-	hash         [sha256.Size]byte
-	defaultToken bool
-}
-
-// New builds a Cloud. An unusable BaseURL is reported by Client, so that
-// New can be called where no error can be returned.
+// New builds a Cloud. An unusable BaseURL or default token is reported by
+// NewClient (and Check), so that New can be called where no error can be
+// returned.
 func New(opts Options) *Cloud {
 	base := opts.BaseURL
 	if base == "" {
@@ -84,9 +83,17 @@ func New(opts Options) *Cloud {
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
-	c := &Cloud{rawBaseURL: base, defaultToken: opts.DefaultToken, clients: map[clientKey]*Client{}}
-	if c.defaultToken == "" {
-		c.defaultToken = os.Getenv(EnvAPIToken)
+	c := &Cloud{rawBaseURL: base, rateLimit: opts.RateLimit}
+	token, source := opts.DefaultToken, "the manager's default token"
+	if token == "" {
+		token, source = os.Getenv(EnvAPIToken), "$"+EnvAPIToken+" (the manager's default token)"
+	}
+	if token != "" {
+		if problem := cloud.CheckCredentialValue(token); problem != "" {
+			c.defaultErr = fmt.Errorf("the default cloudscale.ch API token (%s) is unusable: %s", source, problem)
+		} else {
+			c.defaultCreds = &cloud.Credentials{Values: map[string]string{TokenKey: token}, Source: source}
+		}
 	}
 	c.baseURL, c.baseURLErr = url.Parse(base)
 	if c.baseURLErr == nil && (c.baseURL.Scheme == "" || c.baseURL.Host == "") {
@@ -97,9 +104,18 @@ func New(opts Options) *Cloud {
 		hc = &http.Client{Timeout: defaultTimeout}
 	}
 	wrapped := *hc
-	wrapped.Transport = &recordingTransport{base: hc.Transport}
+	wrapped.Transport = &cloud.RecordingTransport{Base: hc.Transport}
 	c.httpClient = &wrapped
 	return c
+}
+
+// Check reports a configuration the manager cannot start with: an unusable
+// API URL or default token.
+func (c *Cloud) Check() error {
+	if c.baseURLErr != nil {
+		return fmt.Errorf("cloudscale.ch API URL %q is not usable: %w", c.rawBaseURL, c.baseURLErr)
+	}
+	return c.defaultErr
 }
 
 // Name returns "cloudscale".
@@ -118,25 +134,51 @@ func (c *Cloud) ParseSpec(ps machinev1.ProviderSpec, path *field.Path) (cloud.Sp
 	return &Spec{CloudscaleMachineProviderSpec: s}, nil
 }
 
-// Client returns the client for token, "" meaning the default token.
-func (c *Cloud) Client(token string) (cloud.Client, error) {
-	if c.baseURLErr != nil {
-		return nil, fmt.Errorf("cloudscale.ch API URL %q is not usable: %w", c.rawBaseURL, c.baseURLErr)
+// CredentialsSecretOf reads tokenSecret.name alone from a spec that may be
+// invalid otherwise.
+func (c *Cloud) CredentialsSecretOf(ps machinev1.ProviderSpec) (string, bool) {
+	if ps.Value == nil || len(ps.Value.Raw) == 0 {
+		return "", false
 	}
-	isDefault := token == ""
-	if isDefault {
-		token = c.defaultToken
+	var partial struct {
+		TokenSecret *struct {
+			Name string `json:"name"`
+		} `json:"tokenSecret"`
 	}
+	if err := json.Unmarshal(ps.Value.Raw, &partial); err != nil {
+		return "", false
+	}
+	if partial.TokenSecret == nil {
+		return "", true
+	}
+	return partial.TokenSecret.Name, true
+}
+
+// CredentialKeys: a tokenSecret holds the API token under "token".
+func (c *Cloud) CredentialKeys() []string { return []string{TokenKey} }
+
+// DefaultCredentials are the manager's default token, if it has one.
+func (c *Cloud) DefaultCredentials() *cloud.Credentials { return c.defaultCreds }
+
+// DefaultRateLimit is 50 calls per second with bursts of 100 per token:
+// cloudscale.ch publishes no limit; this keeps ten concurrent reconciles of
+// a large scale-up flowing (each makes two calls) while a runaway loop
+// cannot flood the API.
+func (c *Cloud) DefaultRateLimit() cloud.RateLimit {
+	if c.rateLimit != (cloud.RateLimit{}) {
+		return c.rateLimit
+	}
+	return cloud.RateLimit{QPS: 50, Burst: 100}
+}
+
+// NewClient returns a client acting with the credentials' token.
+func (c *Cloud) NewClient(creds cloud.Credentials, gate *cloud.Gate) (cloud.Client, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	token := creds.Values[TokenKey]
 	if token == "" {
-		return nil, fmt.Errorf("no cloudscale.ch API token: set %s for the manager or tokenSecret in the Machine's providerSpec", EnvAPIToken)
+		return nil, fmt.Errorf("no cloudscale.ch API token in the credentials from %s", creds.Source)
 	}
-	key := clientKey{hash: sha256.Sum256([]byte(token)), defaultToken: isDefault}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl := c.clients[key]; cl != nil {
-		return cl, nil
-	}
-	cl := newClient(c.baseURL, c.httpClient, token, isDefault)
-	c.clients[key] = cl
-	return cl, nil
+	return newClient(c.baseURL, c.httpClient, token, creds.Source, gate), nil
 }

@@ -7,6 +7,7 @@ import (
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
 
@@ -14,6 +15,9 @@ func toServer(s *sdk.Server) *cloud.Server {
 	return &cloud.Server{
 		ID:           s.UUID,
 		Name:         s.Name,
+		Machine:      s.Tags[v1beta1.TagMachineName],
+		ClusterID:    s.Tags[v1beta1.TagClusterID],
+		CreatedAt:    s.CreatedAt,
 		Status:       s.Status,
 		Running:      s.Status == sdk.ServerRunning,
 		InstanceType: s.Flavor.Slug,

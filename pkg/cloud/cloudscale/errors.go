@@ -5,117 +5,46 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
-	"time"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
 
-// apiError is an answer of the API that is neither success nor one of the
-// errors of package cloud by itself; RetryableError wraps it for the
-// transient ones.
-type apiError struct {
-	op     string
-	status int
-	// messages are the API's, keyed by the API's field names.
-	messages map[string]string
-}
-
-func (e *apiError) Error() string {
-	return fmt.Sprintf("cloudscale.ch %s: HTTP %d: %s", e.op, e.status, joinMessages(e.messages, nil))
-}
-
-// authError is the API refusing the token. It is not an
-// InvalidConfigError: fixing the secret fixes the Machine, without a new spec.
-type authError struct {
-	op     string
-	status int
-	// source says where the token came from, never what it is.
-	source string
-	detail string
-}
-
-func (e *authError) Error() string {
-	what := "was refused"
-	if e.status == http.StatusForbidden {
-		what = "may not do this (is it a read-only token?)"
-	}
-	msg := fmt.Sprintf("cloudscale.ch %s: HTTP %d: the API token from %s %s", e.op, e.status, e.source, what)
-	if e.detail != "" {
-		msg += ": " + e.detail
-	}
-	return msg
-}
-
-func (c *Client) tokenSource() string {
-	if c.defaultToken {
-		return EnvAPIToken + " (the manager's default token)"
-	}
-	return "the Machine's tokenSecret"
-}
-
-// withSecretName names the secret in an auth error, for the calls that know
-// the spec.
-func withSecretName(err error, secret string) error {
-	var ae *authError
-	if secret != "" && errors.As(err, &ae) {
-		ae.source = fmt.Sprintf("secret %q (key \"token\") of the Machine's tokenSecret", secret)
-	}
-	return err
-}
-
 // classify turns an SDK error into the errors of package cloud. It is the
-// only place that interprets failures, so every call agrees on them.
-func (c *Client) classify(ctx context.Context, op string, ex *exchange, err error, redact []string) error {
-	status, retryAfter, body := ex.get()
+// only place that interprets cloudscale.ch's failures, so every call agrees
+// on them; the classes themselves are cloud.Classify's, the same for every
+// cloud.
+func (c *Client) classify(ctx context.Context, op string, ex *cloud.Exchange, err error, redact []string) error {
+	status, retryAfter, body := ex.Get()
 	var er *sdk.ErrorResponse
 	if errors.As(err, &er) {
 		status = er.StatusCode
 	}
-	if status >= 400 {
-		msgs := errorMessages(body)
-		if len(msgs) == 0 && er != nil {
-			msgs = er.Message
-		}
-		msgs = c.scrub(msgs, redact)
-		return classifyStatus(op, status, retryAfter, msgs, c.tokenSource())
+	if status < 400 {
+		return cloud.ClassifyTransport(ctx, displayName, op, err)
 	}
-	if ctx.Err() != nil {
-		// The caller gave up; that is its own business, not the cloud's.
-		return fmt.Errorf("cloudscale.ch %s: %w", op, err)
+	msgs := errorMessages(body)
+	if len(msgs) == 0 && er != nil {
+		msgs = er.Message
 	}
-	// No error answer: the request or its answer got lost on the way (a
-	// timeout, a dropped connection, a truncated body after a 2xx). Whether
-	// the change was made is unknown, which every caller handles by looking
-	// again, so it is retryable.
-	var ue *url.Error
-	if errors.As(err, &ue) || status >= 200 || isLostResponse(err) {
-		return &cloud.RetryableError{Err: fmt.Errorf("cloudscale.ch %s: %w", op, err)}
-	}
-	return fmt.Errorf("cloudscale.ch %s: %w", op, err)
-}
-
-func classifyStatus(op string, status int, retryAfter time.Duration, msgs map[string]string, tokenSource string) error {
-	switch {
-	case status == http.StatusNotFound:
-		return fmt.Errorf("cloudscale.ch %s: HTTP 404 (%s): %w", op, joinMessages(msgs, nil), cloud.ErrNotFound)
-	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
-		return invalidConfig(op, msgs)
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return &authError{op: op, status: status, source: tokenSource, detail: joinMessages(msgs, nil)}
-	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
-		return &cloud.RetryableError{RetryAfter: retryAfter, Err: &apiError{op: op, status: status, messages: msgs}}
+	msgs = c.scrub(msgs, redact)
+	a := cloud.Answer{Cloud: displayName, Op: op, Status: status, RetryAfter: retryAfter, CredentialsSource: c.source}
+	switch status {
+	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
+		inv := invalidConfig(op, msgs)
+		a.Field, a.Message = inv.Field, inv.Message
 	default:
-		return &apiError{op: op, status: status, messages: msgs}
+		a.Message = joinMessages(msgs, nil)
+		if len(msgs) == 0 {
+			a.Message = ""
+		}
 	}
+	return cloud.Classify(a)
 }
 
 // specFields maps the API's field names to the provider spec's; "" is a
@@ -247,29 +176,13 @@ func flatten(v any) string {
 	}
 }
 
-// minRedactLen keeps scrubbing from mangling messages: a secret shorter than
-// this (a test token such as "t") would match ordinary words, and no real
-// token or user data is that short.
-const minRedactLen = 8
-
-// scrub removes the token and the other secrets from API messages: the API
-// is not known to echo them, but an error ends up in Machine status, events
-// and logs, where neither may ever appear.
+// scrub removes the token and the other secrets from API messages (see
+// cloud.Scrub).
 func (c *Client) scrub(msgs map[string]string, redact []string) map[string]string {
 	secrets := append([]string{c.token}, redact...)
 	out := make(map[string]string, len(msgs))
 	for k, v := range msgs {
-		for _, s := range secrets {
-			if len(s) >= minRedactLen {
-				v = strings.ReplaceAll(v, s, "[redacted]")
-			}
-		}
-		out[k] = v
+		out[k] = cloud.Scrub(v, secrets...)
 	}
 	return out
-}
-
-// isLostResponse reports errors of a response that broke off.
-func isLostResponse(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }

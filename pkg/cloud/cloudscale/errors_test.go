@@ -32,7 +32,7 @@ func TestCreateRefusedIsInvalidConfig(t *testing.T) {
 		{"zone", func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Zone = "xyz9" }},
 		{"rootVolumeSizeGB", func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Image, p.RootVolumeSizeGB = "rhcos-4.19", 12 }},
 	} {
-		_, err := v.client.CreateServer(v.ctx, ref("m"), v.spec(tc.change), []byte("user-data"))
+		_, _, err := v.client.CreateServer(v.ctx, ref("m"), v.spec(tc.change), []byte("user-data"))
 		ic := asInvalid(t, err)
 		if ic.Field != tc.field || ic.Message == "" {
 			t.Errorf("InvalidConfigError %+v, want field %q with the API's message", ic, tc.field)
@@ -63,8 +63,11 @@ func TestInjectedServerErrorsAreRetryable(t *testing.T) {
 		if err := v.emu.Harness().AddRule(harness.Rule{Route: "GET /v1/servers", ErrorRate: 1, ErrorStatus: tc.status, RetryAfterSeconds: tc.retryAfter}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := v.client.FindServers(v.ctx, ref("m"))
+		_, err := v.client.ListServers(v.ctx, sel("m"))
 		re := asRetryable(t, err)
+		if re.NotPerformed != (tc.status == 429) {
+			t.Errorf("HTTP %d: NotPerformed = %v; only a 429 says the request had no effect", tc.status, re.NotPerformed)
+		}
 		if re.RetryAfter != tc.want {
 			t.Errorf("HTTP %d with Retry-After %d: RetryAfter %v, want %v", tc.status, tc.retryAfter, re.RetryAfter, tc.want)
 		}
@@ -81,11 +84,21 @@ func TestLostResponseOnCreate(t *testing.T) {
 		if err := v.emu.Harness().AddRule(harness.Rule{Route: "POST /v1/servers", LostResponseRate: 1, LostResponseStatus: status, Times: 1}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := v.client.CreateServer(v.ctx, ref("m"), v.spec(nil), []byte("user-data"))
-		asRetryable(t, err)
-		found, err := v.client.FindServers(v.ctx, ref("m"))
+		_, _, err := v.client.CreateServer(v.ctx, ref("m"), v.spec(nil), []byte("user-data"))
+		if re := asRetryable(t, err); re.NotPerformed {
+			t.Errorf("lost response %d: the create is marked as not performed, but it may have been (it was)", status)
+		}
+		found, err := v.client.ListServers(v.ctx, sel("m"))
 		if err != nil || len(found) != 1 {
-			t.Fatalf("lost response %d: FindServers = %d servers, %v; want exactly the one created", status, len(found), err)
+			t.Fatalf("lost response %d: ListServers = %d servers, %v; want exactly the one created", status, len(found), err)
+		}
+		// Asked again, the create finds the server and makes no other.
+		s, created, err := v.client.CreateServer(v.ctx, ref("m"), v.spec(nil), []byte("user-data"))
+		if err != nil || created || s.ID != found[0].ID {
+			t.Fatalf("create after a lost response: %v, created %v; want the existing server %s", err, created, found[0].ID)
+		}
+		if n := v.emu.Harness().Count("POST /v1/servers"); n != 1 {
+			t.Errorf("%d server creates, want 1", n)
 		}
 	}
 }
@@ -96,14 +109,14 @@ func TestTimeoutIsRetryable(t *testing.T) {
 	if err := v.emu.Harness().AddRule(harness.Rule{Route: "GET /v1/servers", Latency: harness.Duration(2 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	cl, _ := New(Options{BaseURL: v.url, DefaultToken: testToken, HTTPClient: &http.Client{Timeout: 100 * time.Millisecond}}).Client("")
-	_, err := cl.FindServers(v.ctx, ref("m"))
+	cl := newTestClient(t, New(Options{BaseURL: v.url, HTTPClient: &http.Client{Timeout: 100 * time.Millisecond}}), testToken)
+	_, err := cl.ListServers(v.ctx, sel("m"))
 	asRetryable(t, err)
 
 	// A caller that gives up gets its own error back, not a retry hint.
 	ctx, cancel := context.WithCancel(v.ctx)
 	cancel()
-	_, err = cl.FindServers(ctx, ref("m"))
+	_, err = cl.ListServers(ctx, sel("m"))
 	if !errors.Is(err, context.Canceled) || errors.As(err, new(*cloud.RetryableError)) {
 		t.Errorf("cancelled call: %v, want context.Canceled and not retryable", err)
 	}
@@ -124,22 +137,25 @@ func TestRefusedToken(t *testing.T) {
 	})
 
 	c := New(Options{BaseURL: v.url, DefaultToken: badDefault})
-	def, _ := c.Client("")
-	_, err := def.FindServers(v.ctx, ref("m"))
-	checkAuthError(t, err, EnvAPIToken)
+	def, err := c.NewClient(*c.DefaultCredentials(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = def.ListServers(v.ctx, sel("m"))
+	checkAuthError(t, err, "default token")
 	mustNotContain(t, err, badDefault)
 
-	fromSpec, _ := c.Client(badFromSpec)
-	_, err = fromSpec.FindServers(v.ctx, ref("m"))
-	checkAuthError(t, err, "tokenSecret")
-	_, err = fromSpec.CreateServer(v.ctx, ref("m"), spec, []byte(canaryUserData))
-	checkAuthError(t, err, `"cloudscale-token"`)
+	fromSpec, _ := c.NewClient(cloud.Credentials{Values: map[string]string{TokenKey: badFromSpec}, Source: `secret ns/cloudscale-token (keys "token")`}, nil)
+	_, err = fromSpec.ListServers(v.ctx, sel("m"))
+	checkAuthError(t, err, "cloudscale-token")
+	_, _, err = fromSpec.CreateServer(v.ctx, ref("m"), spec, []byte(canaryUserData))
+	checkAuthError(t, err, "cloudscale-token")
 	mustNotContain(t, err, badFromSpec, canaryUserData)
 	_, err = fromSpec.SyncServer(v.ctx, ref("m"), spec, &cloud.Server{ID: "00000000-0000-4000-8000-000000000000"})
-	checkAuthError(t, err, `"cloudscale-token"`)
+	checkAuthError(t, err, "cloudscale-token")
 
-	ro, _ := c.Client(readOnly)
-	_, err = ro.CreateServer(v.ctx, ref("m"), spec, nil)
+	ro, _ := c.NewClient(cloud.Credentials{Values: map[string]string{TokenKey: readOnly}, Source: "a read-only secret"}, nil)
+	_, _, err = ro.CreateServer(v.ctx, ref("m"), spec, nil)
 	checkAuthError(t, err, "read-only")
 	mustNotContain(t, err, readOnly)
 }
@@ -149,10 +165,12 @@ func checkAuthError(t *testing.T, err error, mention string) {
 	if err == nil {
 		t.Fatal("a refused token gave no error")
 	}
-	var ic *cloud.InvalidConfigError
-	var re *cloud.RetryableError
-	if errors.As(err, &ic) || errors.As(err, &re) || cloud.IsNotFound(err) {
-		t.Errorf("refused token: %v (%T), want a plain error", err, err)
+	var auth *cloud.AuthError
+	if !errors.As(err, &auth) || errors.As(err, new(*cloud.InvalidConfigError)) || errors.As(err, new(*cloud.RetryableError)) || cloud.IsNotFound(err) {
+		t.Errorf("refused token: %v (%T), want an AuthError and nothing else", err, err)
+	}
+	if !cloud.NotPerformed(err) {
+		t.Errorf("a refused token is not marked as having done nothing")
 	}
 	if !strings.Contains(err.Error(), mention) {
 		t.Errorf("refused token: %q does not mention %s", err, mention)
@@ -171,7 +189,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	spec := v.spec(nil)
 	bad := v.spec(func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Flavor = "nope" })
 	try := func(what string, spec *Spec) {
-		_, err := v.client.CreateServer(v.ctx, ref("m"), spec, []byte(userData))
+		_, _, err := v.client.CreateServer(v.ctx, ref("m"), spec, []byte(userData))
 		if err == nil {
 			t.Fatalf("%s: no error", what)
 		}
@@ -197,9 +215,10 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	}
 	srv := httptest.NewServer(strict)
 	defer srv.Close()
-	cl, _ := New(Options{BaseURL: srv.URL, DefaultToken: token}).Client("")
-	_, err = cl.CreateServer(v.ctx, ref("m"), spec, []byte(userData))
-	checkAuthError(t, err, EnvAPIToken)
+	c := New(Options{BaseURL: srv.URL, DefaultToken: token})
+	cl, _ := c.NewClient(*c.DefaultCredentials(), nil)
+	_, _, err = cl.CreateServer(v.ctx, ref("m"), spec, []byte(userData))
+	checkAuthError(t, err, "default token")
 	mustNotContain(t, err, token, userData)
 }
 
@@ -213,8 +232,8 @@ func TestEchoedSecretsAreScrubbed(t *testing.T) {
 			w.WriteHeader(status)
 			_, _ = w.Write([]byte(`{"user_data": "bad: ` + userData + `", "detail": "token ` + token + ` is wrong"}`))
 		}))
-		cl, _ := New(Options{BaseURL: srv.URL, DefaultToken: token}).Client("")
-		_, err := cl.CreateServer(context.Background(), ref("m"), parseSpec(t, nil), []byte(userData))
+		cl := newTestClient(t, New(Options{BaseURL: srv.URL}), token)
+		_, _, err := cl.CreateServer(context.Background(), ref("m"), parseSpec(t, nil), []byte(userData))
 		srv.Close()
 		if err == nil {
 			t.Fatalf("HTTP %d: no error", status)
@@ -280,13 +299,22 @@ func TestUndecodableErrorBodies(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Lists answer as an empty account would, with the flavor of
+			// the spec; only the create fails.
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(tc.status)
-				_, _ = w.Write([]byte(tc.body))
+				switch {
+				case r.Method == http.MethodGet && r.URL.Path == "/v1/flavors":
+					_, _ = w.Write([]byte(`[{"slug": "flex-4-1", "vcpu_count": 1, "memory_gb": 4, "zones": []}]`))
+				case r.Method == http.MethodGet:
+					_, _ = w.Write([]byte(`[]`))
+				default:
+					w.WriteHeader(tc.status)
+					_, _ = w.Write([]byte(tc.body))
+				}
 			}))
 			defer srv.Close()
-			cl, _ := New(Options{BaseURL: srv.URL, DefaultToken: "x"}).Client("")
-			_, err := cl.CreateServer(context.Background(), ref("m"), parseSpec(t, nil), nil)
+			cl := newTestClient(t, New(Options{BaseURL: srv.URL}), "x")
+			_, _, err := cl.CreateServer(context.Background(), ref("m"), parseSpec(t, nil), nil)
 			tc.check(t, err)
 		})
 	}
@@ -300,31 +328,11 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
 	defer srv.Close()
-	cl, _ := New(Options{BaseURL: srv.URL, DefaultToken: "x"}).Client("")
-	_, err := cl.ListServers(context.Background(), testCluster)
+	cl := newTestClient(t, New(Options{BaseURL: srv.URL}), "x")
+	_, err := cl.ListServers(context.Background(), sel(""))
 	re := asRetryable(t, err)
 	if re.RetryAfter < 85*time.Second || re.RetryAfter > 90*time.Second {
 		t.Errorf("RetryAfter %v, want about 90s", re.RetryAfter)
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	for in, want := range map[string]time.Duration{
-		"":                              0,
-		"7":                             7 * time.Second,
-		" 12 ":                          12 * time.Second,
-		"-3":                            0,
-		"soon":                          0,
-		"99999999999999999999":          0,
-		"9999999999":                    maxRetryAfter,
-		"Sun, 01 Jun 2025 12:01:00 GMT": time.Minute,
-		"Sun, 01 Jun 2025 11:00:00 GMT": 0,
-	} {
-		if got := parseRetryAfter(in, now); got != want {
-			t.Errorf("parseRetryAfter(%q) = %v, want %v", in, got, want)
-		}
 	}
 }
 

@@ -51,15 +51,21 @@ func newEnvToken(t *testing.T, cfg emucs.Config, token string) *env {
 	t.Cleanup(srv.Close)
 	v := &env{t: t, emu: e, url: srv.URL + "/", ctx: context.Background()}
 	v.cloud = New(Options{BaseURL: v.url, DefaultToken: token})
-	cl, err := v.cloud.Client("")
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	v.client = cl.(*Client)
+	v.client = newTestClient(t, v.cloud, token)
 	v.sdk = sdk.NewClient(srv.Client())
 	v.sdk.BaseURL, _ = url.Parse(v.url)
 	v.sdk.AuthToken = token
 	return v
+}
+
+// newTestClient is the client of the token, with an open gate of its own.
+func newTestClient(t *testing.T, c *Cloud, token string) *Client {
+	t.Helper()
+	cl, err := c.NewClient(cloud.Credentials{Values: map[string]string{TokenKey: token}, Source: "the test's token"}, cloud.NewGate(Name, cloud.RateLimit{}))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return cl.(*Client)
 }
 
 func (v *env) spec(mutate func(p *v1beta1.CloudscaleMachineProviderSpec)) *Spec {
@@ -87,11 +93,19 @@ func parseSpec(t *testing.T, mutate func(p *v1beta1.CloudscaleMachineProviderSpe
 
 func ref(name string) cloud.MachineRef { return cloud.MachineRef{Name: name, ClusterID: testCluster} }
 
+// sel selects the servers of a Machine of the test cluster ("": all of it).
+func sel(machine string) cloud.Selector {
+	return cloud.Selector{ClusterID: testCluster, Machine: machine}
+}
+
 func (v *env) create(name string, spec *Spec) *cloud.Server {
 	v.t.Helper()
-	s, err := v.client.CreateServer(v.ctx, ref(name), spec, nil)
+	s, created, err := v.client.CreateServer(v.ctx, ref(name), spec, nil)
 	if err != nil {
 		v.t.Fatalf("creating %s: %v", name, err)
+	}
+	if !created {
+		v.t.Fatalf("creating %s found server %s instead", name, s.ID)
 	}
 	return s
 }

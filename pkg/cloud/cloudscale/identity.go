@@ -22,16 +22,25 @@ func checkRef(m cloud.MachineRef) error {
 }
 
 // serverName is the server's hostname, which becomes the Node's name.
-func serverName(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec) string {
+func serverName(machine string, p *v1beta1.CloudscaleMachineProviderSpec) string {
 	if p.BaseDomain == "" {
-		return m.Name
+		return machine
 	}
-	return m.Name + "." + p.BaseDomain
+	return machine + "." + p.BaseDomain
+}
+
+// selectorTags are the tags a Selector filters on.
+func selectorTags(sel cloud.Selector) map[string]string {
+	t := map[string]string{v1beta1.TagClusterID: sel.ClusterID}
+	if sel.Machine != "" {
+		t[v1beta1.TagMachineName] = sel.Machine
+	}
+	return t
 }
 
 // machineTags identify the Machine's server and root volume.
 func machineTags(m cloud.MachineRef) map[string]string {
-	return map[string]string{v1beta1.TagMachineName: m.Name, v1beta1.TagClusterID: m.ClusterID}
+	return selectorTags(cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
 }
 
 // serverTags are the tags the server should have: the user's, then the
@@ -68,10 +77,12 @@ func tagsHash(t map[string]string) [sha256.Size]byte {
 	return out
 }
 
-// hasTags reports whether have holds every tag of want with its value.
-func hasTags(have, want map[string]string) bool {
-	for k, v := range want {
-		if hv, ok := have[k]; !ok || hv != v {
+// matchesFilter applies a tag filter as the API does: an empty value asks
+// for the key only.
+func matchesFilter(have, filter map[string]string) bool {
+	for k, v := range filter {
+		hv, ok := have[k]
+		if !ok || v != "" && hv != v {
 			return false
 		}
 	}

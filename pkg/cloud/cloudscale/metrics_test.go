@@ -48,7 +48,10 @@ func TestCallsAreObserved(t *testing.T) {
 	}
 	s := v.create("m", v.spec(antiAffinity("workers")))
 	_, _ = v.client.GetServer(v.ctx, "00000000-0000-4000-8000-000000000000")
-	_, _ = v.client.CreateServer(v.ctx, ref("x"), v.spec(func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Image = "nope" }), nil)
+	if _, err := v.client.SyncServer(v.ctx, ref("m"), v.spec(antiAffinity("workers")), s); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _ = v.client.CreateServer(v.ctx, ref("x"), v.spec(func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Image = "nope" }), nil)
 	_, _ = v.client.Flavor(v.ctx, "rma1", "flex-4-1")
 	if err := v.client.DeleteServer(v.ctx, ref("m"), s); err != nil {
 		t.Fatal(err)

@@ -7,29 +7,18 @@ import (
 	"slices"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
 
-// FindServers lists the servers tagged with the Machine's name and cluster.
-func (c *Client) FindServers(ctx context.Context, m cloud.MachineRef) ([]cloud.Server, error) {
-	if err := checkRef(m); err != nil {
-		return nil, err
+// ListServers lists the servers tagged with the selector's cluster (and
+// Machine), with one API call.
+func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.Server, error) {
+	if sel.ClusterID == "" {
+		return nil, errors.New("cloudscale: listing servers needs the cluster ID")
 	}
-	return c.listServers(ctx, machineTags(m))
-}
-
-// ListServers lists the servers tagged with the cluster.
-func (c *Client) ListServers(ctx context.Context, clusterID string) ([]cloud.Server, error) {
-	if clusterID == "" {
-		return nil, errors.New("cloudscale: listing a cluster's servers needs the cluster ID")
-	}
-	return c.listServers(ctx, map[string]string{v1beta1.TagClusterID: clusterID})
-}
-
-func (c *Client) listServers(ctx context.Context, tags map[string]string) ([]cloud.Server, error) {
+	tags := selectorTags(sel)
 	var list []sdk.Server
 	err := c.call(ctx, "server.list", func(ctx context.Context) (err error) {
 		list, err = c.sdk.Servers.List(ctx, sdk.WithTagFilter(tags))
@@ -42,10 +31,11 @@ func (c *Client) listServers(ctx context.Context, tags map[string]string) ([]clo
 	for i := range list {
 		// Filter again: should the API ever ignore the filter, this must
 		// still not hand out other Machines' servers.
-		if hasTags(list[i].Tags, tags) {
+		if matchesFilter(list[i].Tags, tags) {
 			out = append(out, *toServer(&list[i]))
 		}
 	}
+	slices.SortStableFunc(out, func(a, b cloud.Server) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
 }
 
@@ -71,45 +61,60 @@ func (c *Client) getServer(ctx context.Context, id string) (*sdk.Server, error) 
 	return s, err
 }
 
-// CreateServer creates the Machine's server and tags its root volume.
+// CreateServer creates the Machine's server unless it has one already.
 //
-// Tagging the root volume is best effort here: the server exists once the
-// create succeeded, and failing now would only make the caller look for it
-// (by its tags) and find it. A failure is logged and left to the first
-// SyncServer, which tags the volume when it has no record of having done so.
-func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec cloud.Spec, userData []byte) (*cloud.Server, error) {
+// Only what makes the server is on this path: the spec is checked against
+// the cached catalog first (so a typo costs no refused create and leaves no
+// group behind), the Machine's servers are looked up directly right before
+// the create (after the anti-affinity lock, when there is one), and the root
+// volume is tagged by the first SyncServer, off the critical path.
+func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec cloud.Spec, userData []byte) (*cloud.Server, bool, error) {
 	p, err := providerSpec(spec)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := checkRef(m); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := c.knownFlavor(ctx, p.Flavor); err != nil {
-		return nil, err
+	ctx = withRedaction(ctx, string(userData))
+	if err := c.CheckSpec(ctx, spec); err != nil {
+		return nil, false, err
 	}
 	req := serverRequest(m, p, userData)
-
-	var s *sdk.Server
 	if p.AntiAffinityKey != "" {
-		s, err = c.createWithAntiAffinity(ctx, m, p, req)
-	} else {
-		s, err = c.createServer(ctx, req)
+		return c.createWithAntiAffinity(ctx, m, p, req)
 	}
-	if err != nil {
-		return nil, withSecretName(err, secretName(p))
-	}
-	c.tagNewRootVolume(ctx, m, p, s)
-	return toServer(s), nil
+	return c.createIfAbsent(ctx, m, req)
 }
 
-func (c *Client) createServer(ctx context.Context, req *sdk.ServerRequest, opts ...callOption) (*sdk.Server, error) {
+// createIfAbsent looks for the Machine's servers and creates one only when
+// there is none.
+func (c *Client) createIfAbsent(ctx context.Context, m cloud.MachineRef, req *sdk.ServerRequest, opts ...callOption) (*cloud.Server, bool, error) {
+	// The look and the create pass the rate limit together: the look must
+	// not go stale while the create waits.
+	ctx, err := c.gate.Prepay(ctx, 2)
+	if err != nil {
+		return nil, false, err
+	}
+	found, err := c.ListServers(ctx, cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(found) > 0 {
+		return &found[0], false, nil
+	}
 	var s *sdk.Server
-	err := c.call(ctx, "server.create", func(ctx context.Context) (err error) {
+	err = c.call(ctx, "server.create", func(ctx context.Context) (err error) {
 		s, err = c.sdk.Servers.Create(ctx, req)
 		return err
 	}, append(opts, redacting(req.UserData))...)
-	return s, err
+	if err != nil {
+		return nil, false, err
+	}
+	c.rootTagsMu.Lock()
+	c.untagged[s.UUID] = true
+	c.rootTagsMu.Unlock()
+	return toServer(s), true, nil
 }
 
 func serverRequest(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec, userData []byte) *sdk.ServerRequest {
@@ -131,7 +136,7 @@ func serverRequest(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec,
 		ifaces = append(ifaces, ir)
 	}
 	req := &sdk.ServerRequest{
-		Name:         serverName(m, p),
+		Name:         serverName(m.Name, p),
 		Flavor:       p.Flavor,
 		Image:        p.Image,
 		Zone:         p.Zone,
@@ -145,28 +150,6 @@ func serverRequest(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec,
 	}
 	req.Tags = &tags
 	return req
-}
-
-func secretName(p *v1beta1.CloudscaleMachineProviderSpec) string {
-	if p.TokenSecret == nil {
-		return ""
-	}
-	return p.TokenSecret.Name
-}
-
-// tagNewRootVolume tags the root volume of a server just created, whose
-// volume has no tags yet, so no read is needed.
-func (c *Client) tagNewRootVolume(ctx context.Context, m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec, s *sdk.Server) {
-	if len(s.Volumes) == 0 {
-		return
-	}
-	tags := rootVolumeTags(m, p)
-	if err := c.setVolumeTags(ctx, s.Volumes[0].UUID, tags); err != nil {
-		logf.FromContext(ctx).Info("Could not tag the root volume of the new server; the next sync retries",
-			"server", s.UUID, "volume", s.Volumes[0].UUID, "error", withSecretName(err, secretName(p)).Error())
-		return
-	}
-	c.rememberRootTags(s.UUID, tags)
 }
 
 // DeleteServer deletes the server, then the provider's anti-affinity groups

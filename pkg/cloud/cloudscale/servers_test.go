@@ -33,13 +33,23 @@ func TestCreateServer(t *testing.T) {
 	var s *cloud.Server
 	_, byRoute := v.calls(func() {
 		var err error
-		s, err = v.client.CreateServer(v.ctx, ref("worker-1"), spec, userData)
-		if err != nil {
+		var created bool
+		s, created, err = v.client.CreateServer(v.ctx, ref("worker-1"), spec, userData)
+		if err != nil || !created {
+			t.Fatal(err, created)
+		}
+	})
+	if want := map[string]int64{"GET /v1/flavors": 1, "GET /v1/servers": 1, "POST /v1/servers": 1}; !maps.Equal(byRoute, want) {
+		t.Errorf("create made %v, want %v: the flavor list (to refuse unknown flavors without a create), the look for an existing server, the create; nothing else on the critical path", byRoute, want)
+	}
+	// The root volume is tagged by the first sync, with one call.
+	_, byRoute = v.calls(func() {
+		if _, err := v.client.SyncServer(v.ctx, ref("worker-1"), spec, s); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if byRoute["POST /v1/servers"] != 1 || byRoute["PATCH /v1/volumes/{uuid}"] != 1 || byRoute["GET /v1/flavors"] != 1 || len(byRoute) != 3 {
-		t.Errorf("create made %v, want one flavor list (to refuse unknown flavors without a create), one server POST and one volume PATCH", byRoute)
+	if want := map[string]int64{"PATCH /v1/volumes/{uuid}": 1}; !maps.Equal(byRoute, want) {
+		t.Errorf("first sync made %v, want %v", byRoute, want)
 	}
 
 	wantTags := map[string]string{"team": "a", v1beta1.TagMachineName: "worker-1", v1beta1.TagClusterID: testCluster}
@@ -166,12 +176,12 @@ func TestInterfacesAndAddresses(t *testing.T) {
 	})
 }
 
-func TestFindAndListServers(t *testing.T) {
+func TestListServers(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, emucs.Config{})
 	mine := v.create("m1", v.spec(nil))
 	v.create("m2", v.spec(nil))
-	if _, err := v.client.CreateServer(v.ctx, cloud.MachineRef{Name: "m1", ClusterID: "other-cluster"}, v.spec(nil), nil); err != nil {
+	if _, _, err := v.client.CreateServer(v.ctx, cloud.MachineRef{Name: "m1", ClusterID: "other-cluster"}, v.spec(nil), nil); err != nil {
 		t.Fatal(err)
 	}
 	// A server someone made by hand with the same name, untagged.
@@ -179,32 +189,45 @@ func TestFindAndListServers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	found, err := v.client.FindServers(v.ctx, ref("m1"))
+	found, err := v.client.ListServers(v.ctx, sel("m1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(found) != 1 || found[0].ID != mine.ID {
-		t.Fatalf("FindServers(m1) = %v, want exactly %s", found, mine.ID)
+	if len(found) != 1 || found[0].ID != mine.ID || found[0].Machine != "m1" || found[0].ClusterID != testCluster || found[0].CreatedAt.IsZero() {
+		t.Fatalf("ListServers(m1) = %+v, want exactly %s with its identity and creation time", found, mine.ID)
 	}
-	none, err := v.client.FindServers(v.ctx, ref("m3"))
+	none, err := v.client.ListServers(v.ctx, sel("m3"))
 	if err != nil || len(none) != 0 {
-		t.Errorf("FindServers(m3) = %v, %v; want none", none, err)
+		t.Errorf("ListServers(m3) = %v, %v; want none", none, err)
 	}
-	all, err := v.client.ListServers(v.ctx, testCluster)
+	all, err := v.client.ListServers(v.ctx, sel(""))
 	if err != nil || len(all) != 2 {
-		t.Errorf("ListServers = %d servers, %v; want 2", len(all), err)
+		t.Errorf("ListServers of the cluster = %d servers, %v; want 2", len(all), err)
 	}
 
 	n, _ := v.calls(func() {
-		if _, err := v.client.FindServers(v.ctx, cloud.MachineRef{Name: "m1"}); err == nil {
-			t.Error("FindServers without a cluster ID was accepted; it would match every cluster")
-		}
-		if _, err := v.client.ListServers(v.ctx, ""); err == nil {
-			t.Error("ListServers without a cluster ID was accepted")
+		if _, err := v.client.ListServers(v.ctx, cloud.Selector{Machine: "m1"}); err == nil {
+			t.Error("ListServers without a cluster ID was accepted; it would match every cluster")
 		}
 	})
 	if n != 0 {
 		t.Errorf("refused lookups made %d calls", n)
+	}
+}
+
+// A create for a Machine that has a server finds it and makes no other.
+func TestCreateServerFindsTheExistingOne(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emucs.Config{})
+	first := v.create("m", v.spec(nil))
+	_, r := v.calls(func() {
+		s, created, err := v.client.CreateServer(v.ctx, ref("m"), v.spec(nil), nil)
+		if err != nil || created || s.ID != first.ID {
+			t.Errorf("second create = %v, created %v, %v; want the first server", s, created, err)
+		}
+	})
+	if r["POST /v1/servers"] != 0 {
+		t.Errorf("second create made %v", r)
 	}
 }
 

@@ -8,6 +8,11 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
 
+// maxUserDataBytes bounds the user data of a server. cloudscale.ch
+// documents no limit; cloud-init's own datasources take up to 64 KiB, and
+// an OpenShift worker's pointer Ignition is a few KiB.
+const maxUserDataBytes = 64 << 10
+
 // Spec is a parsed, defaulted and valid cloudscale.ch provider spec.
 //
 // Its Zone method shadows the embedded field of the same name: the field is
@@ -16,12 +21,14 @@ type Spec struct {
 	*v1beta1.CloudscaleMachineProviderSpec
 }
 
-func (s Spec) TokenSecretName() string {
+func (s Spec) CredentialsSecretName() string {
 	if s.TokenSecret == nil {
 		return ""
 	}
 	return s.TokenSecret.Name
 }
+
+func (s Spec) CredentialsSecretField() string { return "tokenSecret" }
 
 func (s Spec) UserDataSecretName() string {
 	if s.UserDataSecret == nil {
@@ -40,6 +47,16 @@ func (s Spec) Zone() string { return s.CloudscaleMachineProviderSpec.Zone }
 func (s Spec) Region() string { return regionOf(s.CloudscaleMachineProviderSpec.Zone) }
 
 func (s Spec) RootVolumeGiB() int { return s.RootVolumeSizeGB }
+
+// ServerName is the Machine's name, with baseDomain when set.
+func (s Spec) ServerName(machine string) string {
+	return serverName(machine, s.CloudscaleMachineProviderSpec)
+}
+
+func (s Spec) MaxUserDataBytes() int { return maxUserDataBytes }
+
+// AntiAffinityKey shadows the embedded field of the same name.
+func (s Spec) AntiAffinityKey() string { return s.CloudscaleMachineProviderSpec.AntiAffinityKey }
 
 func regionOf(zone string) string { return strings.TrimRight(zone, "0123456789") }
 

@@ -32,11 +32,11 @@ func (c *Client) SyncServer(ctx context.Context, m cloud.MachineRef, spec cloud.
 	d := detailOf(s)
 	if d == nil {
 		if d, err = c.getServer(ctx, s.ID); err != nil {
-			return nil, withSecretName(err, secretName(p))
+			return nil, err
 		}
 	}
 	drift := driftOf(m, p, d)
-	return drift, withSecretName(c.syncTags(ctx, m, p, s, d), secretName(p))
+	return drift, c.syncTags(ctx, m, p, s, d)
 }
 
 func (c *Client) syncTags(ctx context.Context, m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec, s *cloud.Server, d *sdk.Server) error {
@@ -60,11 +60,19 @@ func (c *Client) syncTags(ctx context.Context, m cloud.MachineRef, p *v1beta1.Cl
 	// The root volume is looked at when this process has no record of its
 	// tags (first sync, changed rootVolumeTags) or when the server's tags
 	// had been changed behind its back, which suggests the volume's were too.
+	// The volume of a server this process just created has no tags yet: it
+	// is tagged without reading it first.
 	root := rootVolumeTags(m, p)
 	if !changed && c.rootTagsCurrent(d.UUID, root) {
 		return nil
 	}
-	if err := c.syncVolumeTags(ctx, d.Volumes[0].UUID, root); err != nil {
+	var err error
+	if c.takeUntagged(d.UUID) {
+		err = c.setVolumeTags(ctx, d.Volumes[0].UUID, root)
+	} else {
+		err = c.syncVolumeTags(ctx, d.Volumes[0].UUID, root)
+	}
+	if err != nil {
 		return err
 	}
 	c.rememberRootTags(d.UUID, root)
@@ -95,7 +103,7 @@ func driftOf(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec, d *sd
 	if !inGroups(d.ServerGroups, p.ServerGroups) {
 		drift = append(drift, "serverGroups")
 	}
-	if d.Name != serverName(m, p) {
+	if d.Name != serverName(m.Name, p) {
 		// The name is the Node's; only baseDomain can change it.
 		drift = append(drift, "baseDomain")
 	}

@@ -22,14 +22,21 @@ func TestSyncServerTags(t *testing.T) {
 	s := v.create("m", spec)
 	root := s.Detail.(*sdk.Server).Volumes[0].UUID
 
-	// Right after the create, everything is as the spec says, and known to
-	// be: no call at all.
-	if n, r := v.calls(func() {
+	// Right after the create, only the new root volume needs its tags,
+	// without reading it first.
+	if _, r := v.calls(func() {
 		if drift, err := v.client.SyncServer(v.ctx, ref("m"), spec, s); err != nil || drift != nil {
 			t.Errorf("sync after create: %v, %v", drift, err)
 		}
+	}); !maps.Equal(r, map[string]int64{"PATCH /v1/volumes/{uuid}": 1}) {
+		t.Errorf("sync after create made %v, want one volume PATCH", r)
+	}
+	if n, r := v.calls(func() {
+		if _, err := v.client.SyncServer(v.ctx, ref("m"), spec, s); err != nil {
+			t.Error(err)
+		}
 	}); n != 0 {
-		t.Errorf("sync after create made %v", r)
+		t.Errorf("second sync made %v", r)
 	}
 
 	changed := v.spec(func(p *v1beta1.CloudscaleMachineProviderSpec) {
@@ -95,10 +102,10 @@ func TestSyncServerFirstSyncOfAProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cl, _ := New(Options{BaseURL: v.url, DefaultToken: testToken}).Client("")
-	found, err := cl.FindServers(v.ctx, ref("m"))
+	cl := newTestClient(t, New(Options{BaseURL: v.url}), testToken)
+	found, err := cl.ListServers(v.ctx, sel("m"))
 	if err != nil || len(found) != 1 {
-		t.Fatalf("FindServers: %v, %v", found, err)
+		t.Fatalf("ListServers: %v, %v", found, err)
 	}
 	_, r := v.calls(func() {
 		if _, err := cl.SyncServer(v.ctx, ref("m"), spec, &found[0]); err != nil {
@@ -125,6 +132,9 @@ func TestSyncServerWithoutDetailReadsTheServer(t *testing.T) {
 	v := newEnv(t, emucs.Config{})
 	spec := v.spec(nil)
 	s := v.create("m", spec)
+	if _, err := v.client.SyncServer(v.ctx, ref("m"), spec, s); err != nil {
+		t.Fatal(err)
+	}
 	_, r := v.calls(func() {
 		if _, err := v.client.SyncServer(v.ctx, ref("m"), spec, &cloud.Server{ID: s.ID}); err != nil {
 			t.Fatal(err)

@@ -50,5 +50,18 @@ func (c *Client) rootTagsCurrent(serverID string, tags sdk.TagMap) bool {
 func (c *Client) forgetRootTags(serverID string) {
 	c.rootTagsMu.Lock()
 	delete(c.rootTags, serverID)
+	delete(c.untagged, serverID)
 	c.rootTagsMu.Unlock()
+}
+
+// takeUntagged reports whether this process created the server and has not
+// tagged its root volume yet; the answer is given once.
+func (c *Client) takeUntagged(serverID string) bool {
+	c.rootTagsMu.Lock()
+	defer c.rootTagsMu.Unlock()
+	if !c.untagged[serverID] {
+		return false
+	}
+	delete(c.untagged, serverID)
+	return true
 }

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
@@ -41,9 +40,12 @@ const (
 	// ReasonUnknown: the flavor is unknown to the cloud or the provider
 	// spec is invalid; the spec must change.
 	ReasonUnknown = "CapacityUnknown"
-	// ReasonTokenSecretMissing: the spec's token secret (or its key
-	// "token") is not there.
+	// ReasonTokenSecretMissing: the spec's credentials secret is not
+	// there (yet).
 	ReasonTokenSecretMissing = "TokenSecretMissing"
+	// ReasonCredentialsInvalid: the credentials secret lacks a key or
+	// holds an unusable value.
+	ReasonCredentialsInvalid = "CredentialsInvalid"
 )
 
 // Options tune the controller; zero values take the defaults.
@@ -105,15 +107,16 @@ type Reconciler struct {
 	client   client.Client
 	secrets  client.Reader
 	cloud    cloud.Cloud
+	accounts *cloud.Accounts
 	recorder record.EventRecorder
 	opts     Options
 }
 
-// New returns a Reconciler acting with c on the MachineSets of cl, reporting
-// with recorder.
-func New(c client.Client, cl cloud.Cloud, recorder record.EventRecorder, opts Options) *Reconciler {
+// New returns a Reconciler acting with c on the MachineSets of the
+// accounts' cloud, reporting with recorder.
+func New(c client.Client, accounts *cloud.Accounts, recorder record.EventRecorder, opts Options) *Reconciler {
 	opts.setDefaults()
-	r := &Reconciler{client: c, secrets: opts.SecretReader, cloud: cl, recorder: recorder, opts: opts}
+	r := &Reconciler{client: c, secrets: opts.SecretReader, cloud: accounts.Cloud(), accounts: accounts, recorder: recorder, opts: opts}
 	if r.secrets == nil {
 		r.secrets = c
 	}
@@ -148,11 +151,17 @@ var specPath = field.NewPath("spec", "template", "spec", "providerSpec", "value"
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 
+	// The MachineSet uses its account's client while it exists.
+	owner := "machineset/" + req.String()
 	ms := &machinev1.MachineSet{}
 	if err := r.client.Get(ctx, req.NamespacedName, ms); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.accounts.Release(owner)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ms.DeletionTimestamp.IsZero() || !r.ours(ms) {
+		r.accounts.Release(owner)
 		return ctrl.Result{}, nil
 	}
 
@@ -161,25 +170,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.unknown(ctx, ms, "invalid provider spec: "+errs.ToAggregate().Error())
 	}
 
-	token, missing, err := r.token(ctx, ms.Namespace, spec.TokenSecretName())
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if missing != "" {
-		changed, err := r.setCondition(ctx, ms, corev1.ConditionFalse, ReasonTokenSecretMissing, missing)
+	creds, err := cloud.ReadCredentials(ctx, r.secrets, r.cloud, ms.Namespace, spec.CredentialsSecretName(), specPath.Child(spec.CredentialsSecretField()).String())
+	var credsErr *cloud.CredentialsError
+	if errors.As(err, &credsErr) {
+		reason := ReasonCredentialsInvalid
+		if credsErr.Missing {
+			reason = ReasonTokenSecretMissing
+		}
+		changed, err := r.setCondition(ctx, ms, corev1.ConditionFalse, reason, credsErr.Error())
 		if err != nil {
 			return r.writeFailed(ctx, err)
 		}
 		if changed {
-			r.recorder.Event(ms, corev1.EventTypeWarning, ReasonTokenSecretMissing, missing)
+			r.recorder.Event(ms, corev1.EventTypeWarning, reason, credsErr.Error())
 		}
 		return ctrl.Result{RequeueAfter: r.opts.SecretRequeue}, nil
 	}
-
-	cl, err := r.cloud.Client(token)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	acc, err := r.accounts.Get(owner, creds)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("%s client: %w", r.cloud.Name(), err)
 	}
+	cl := acc.Client
 	flavor, err := cl.Flavor(ctx, spec.Zone(), spec.InstanceType())
 	var invalid *cloud.InvalidConfigError
 	var retryable *cloud.RetryableError
@@ -267,24 +281,6 @@ func (r *Reconciler) writeFailed(ctx context.Context, err error) (ctrl.Result, e
 
 // token returns the API token of a spec's token secret, "" for the default
 // token. missing explains a secret or key that is not there.
-func (r *Reconciler) token(ctx context.Context, namespace, name string) (token, missing string, err error) {
-	if name == "" {
-		return "", "", nil
-	}
-	secret := &corev1.Secret{}
-	if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", fmt.Sprintf("token secret %s/%s not found", namespace, name), nil
-		}
-		return "", "", fmt.Errorf("reading token secret %s/%s: %w", namespace, name, err)
-	}
-	t := strings.TrimSpace(string(secret.Data["token"]))
-	if t == "" {
-		return "", fmt.Sprintf("token secret %s/%s has no key \"token\"", namespace, name), nil
-	}
-	return t, "", nil
-}
-
 // publish brings the MachineSet's annotations in line with n (nil: publish
 // nothing) with a JSON merge patch of the annotations that differ, guarded
 // by the resourceVersion so that a concurrent edit of the shared labels or

@@ -423,7 +423,7 @@ func start(t *testing.T, cfg *rest.Config, opts capacity.Options) *env {
 	}
 	r := capacity.New(
 		countingClient{Client: mgr.GetClient(), patches: &e.patches, statusPatches: &e.statusPatches},
-		countingCloud{Cloud: cl, n: &e.lookups},
+		cloud.NewAccounts(countingCloud{Cloud: cl, n: &e.lookups}, cloud.AccountOptions{}),
 		mgr.GetEventRecorderFor("machineset-capacity"),
 		opts,
 	)
@@ -664,8 +664,8 @@ type countingCloud struct {
 	n *atomic.Int64
 }
 
-func (c countingCloud) Client(token string) (cloud.Client, error) {
-	cl, err := c.Cloud.Client(token)
+func (c countingCloud) NewClient(creds cloud.Credentials, gate *cloud.Gate) (cloud.Client, error) {
+	cl, err := c.Cloud.NewClient(creds, gate)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,12 @@ type Rule struct {
 
 	// Latency is added before the request is handled.
 	Latency Duration `json:"latency,omitempty"`
+	// Committed makes the request be carried out after its Latency even
+	// when the client gives up or goes away meanwhile, as a real API that
+	// has started a slow create finishes it: the server appears although
+	// nobody heard of it. Without it, a client that leaves takes its
+	// request with it.
+	Committed bool `json:"committed,omitempty"`
 
 	// ErrorRate is the probability (0..1) that the request fails with
 	// ErrorStatus without being handled at all.

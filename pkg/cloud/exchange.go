@@ -1,4 +1,4 @@
-package cloudscale
+package cloud
 
 import (
 	"bytes"
@@ -15,49 +15,65 @@ import (
 // API error, little enough that a proxy's HTML page costs nothing.
 const maxErrorBody = 64 << 10
 
-// exchange records what the HTTP layer saw of one API call. The SDK's
-// CheckResponse drops the headers (so Retry-After) and, when an error body is
-// not a flat JSON object of strings (a proxy's HTML 502, a nested 400), the
-// status code too; the classification needs both.
-type exchange struct {
+// Exchange records what the HTTP layer saw of one API call. SDKs drop what
+// the classification needs: the cloudscale.ch SDK loses the headers (so
+// Retry-After) and, for bodies it cannot decode, the status; egoscale's
+// error keeps neither. RecordingTransport fills it for calls made with
+// WithExchange.
+type Exchange struct {
 	mu         sync.Mutex
 	status     int
 	retryAfter time.Duration
 	body       []byte
+	sent       bool
 }
 
 type exchangeKey struct{}
 
-func withExchange(ctx context.Context, ex *exchange) context.Context {
+// WithExchange makes the HTTP requests of ctx record into ex.
+func WithExchange(ctx context.Context, ex *Exchange) context.Context {
 	return context.WithValue(ctx, exchangeKey{}, ex)
 }
 
-func (ex *exchange) get() (status int, retryAfter time.Duration, body []byte) {
+// Get returns the last answer's status, Retry-After and (bounded) error body.
+func (ex *Exchange) Get() (status int, retryAfter time.Duration, body []byte) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	return ex.status, ex.retryAfter, ex.body
 }
 
-// recordingTransport fills the exchange found in the request's context. The
-// SDK passes the context of each call on to the request, so this is the only
-// place where the response headers are still visible.
-type recordingTransport struct {
-	base http.RoundTripper
+// Sent reports whether a request of the call reached the transport.
+func (ex *Exchange) Sent() bool {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.sent
 }
 
-func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	base := t.base
+// RecordingTransport fills the Exchange found in the request's context. The
+// SDKs pass the context of each call on to the request, so this is the only
+// place where the response headers are still visible.
+type RecordingTransport struct {
+	Base http.RoundTripper
+}
+
+func (t *RecordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	ex, _ := req.Context().Value(exchangeKey{}).(*Exchange)
+	if ex != nil {
+		ex.mu.Lock()
+		ex.sent = true
+		ex.mu.Unlock()
+	}
 	resp, err := base.RoundTrip(req)
-	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if err != nil || ex == nil {
 		return resp, err
 	}
 	var retryAfter time.Duration
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	var body []byte
 	if resp.StatusCode >= 400 && resp.Body != nil {
@@ -81,9 +97,9 @@ type readCloser struct {
 // Duration nor park a Machine for longer than a day.
 const maxRetryAfter = 24 * time.Hour
 
-// parseRetryAfter reads delay-seconds or an HTTP date (RFC 9110 10.2.3);
+// ParseRetryAfter reads delay-seconds or an HTTP date (RFC 9110 10.2.3);
 // anything else, or a date in the past, is no hint.
-func parseRetryAfter(v string, now time.Time) time.Duration {
+func ParseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0

@@ -1,0 +1,81 @@
+package actuator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/metrics"
+)
+
+// resolveDuplicates settles a Machine with several servers, which the
+// provider itself never makes but an operator's mistake or a cloud's fault
+// can: the Machine keeps the server it records, else the oldest; each other
+// one is deleted when no Node runs on it, and kept (and reported) when one
+// does, since deleting a server a Node runs on would kill its workloads.
+// Either way the Machine goes on with the one it keeps, never stuck.
+func (s *scope) resolveDuplicates(ctx context.Context, servers []cloud.Server, recorded string) (*cloud.Server, error) {
+	a, m := s.a, s.machine
+	keep := 0 // servers are oldest first
+	for i := range servers {
+		if servers[i].ID == recorded {
+			keep = i
+		}
+	}
+	kept := servers[keep]
+	nodes, err := a.nodesByProviderID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var deleted, running []string
+	for i := range servers {
+		if i == keep {
+			continue
+		}
+		extra := servers[i]
+		if node := nodes[a.providerID(extra.ID)]; node != "" {
+			metrics.Duplicate(a.cloud.Name(), "kept_node_running")
+			running = append(running, fmt.Sprintf("%s (Node %s)", extra.ID, node))
+			continue
+		}
+		if err := s.client.DeleteServer(ctx, s.ref, &extra); err != nil {
+			metrics.Duplicate(a.cloud.Name(), "delete_failed")
+			a.recorder.Eventf(m, corev1.EventTypeWarning, "DuplicateServer", "Could not delete %s server %s, a duplicate of this Machine's server %s: %s", a.cloud.Name(), extra.ID, kept.ID, cloud.Truncate(err.Error()))
+			continue
+		}
+		s.view.Deleted(extra.ID)
+		metrics.Duplicate(a.cloud.Name(), "deleted")
+		deleted = append(deleted, extra.ID)
+	}
+	if len(deleted) > 0 {
+		a.recorder.Eventf(m, corev1.EventTypeWarning, "DuplicateServerDeleted",
+			"Deleted %s server(s) %s carrying this Machine's identity beside its server %s; no Node ran on them", a.cloud.Name(), strings.Join(deleted, ", "), kept.ID)
+		a.log.Info("deleted duplicate servers", "machine", machineKey(m), "kept", kept.ID, "deleted", deleted)
+	}
+	if len(running) > 0 {
+		a.recorder.Eventf(m, corev1.EventTypeWarning, "DuplicateServer",
+			"%s server(s) %s carry this Machine's identity beside its server %s, and a Node runs on them: the provider keeps %s and leaves them; drain and delete them by hand",
+			a.cloud.Name(), strings.Join(running, ", "), kept.ID, kept.ID)
+		a.log.Info("duplicate servers with Nodes left alone", "machine", machineKey(m), "kept", kept.ID, "running", running)
+	}
+	return &kept, nil
+}
+
+// nodesByProviderID maps the provider IDs of the cluster's Nodes to their
+// names, from the manager's cache.
+func (a *Actuator) nodesByProviderID(ctx context.Context) (map[string]string, error) {
+	var nodes corev1.NodeList
+	if err := a.client.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing Nodes to resolve duplicate servers: %w", err)
+	}
+	out := make(map[string]string, len(nodes.Items))
+	for _, n := range nodes.Items {
+		if n.Spec.ProviderID != "" {
+			out[n.Spec.ProviderID] = n.Name
+		}
+	}
+	return out, nil
+}

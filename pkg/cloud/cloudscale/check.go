@@ -1,0 +1,112 @@
+package cloudscale
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+
+	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+)
+
+// CheckSpec checks the flavor, a custom image and the private networks of
+// the spec against the account's catalog, from lists cached for catalogTTL
+// (a miss lists once more: the image may have been uploaded a moment ago).
+// When a list cannot be had, that part is not checked: the create speaks
+// for itself.
+func (c *Client) CheckSpec(ctx context.Context, spec cloud.Spec) error {
+	p, err := providerSpec(spec)
+	if err != nil {
+		return err
+	}
+	if flavors, err := c.flavorList(ctx); err == nil && len(flavors) > 0 {
+		if _, err := lookupFlavor(flavors, p.Zone, p.Flavor); err != nil {
+			return err
+		}
+	}
+	if err := c.checkImage(ctx, p); err != nil {
+		return err
+	}
+	for i, in := range p.Interfaces {
+		if in.Type != v1beta1.InterfaceTypePrivate || in.NetworkUUID == "" {
+			continue
+		}
+		if err := c.checkNetwork(ctx, p.Zone, in.NetworkUUID, fmt.Sprintf("interfaces[%d].networkUUID", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkImage checks a custom image (custom:<slug> or a UUID); public image
+// slugs have no list in the SDK and are left to the create.
+func (c *Client) checkImage(ctx context.Context, p *v1beta1.CloudscaleMachineProviderSpec) error {
+	slug, custom := strings.CutPrefix(p.Image, "custom:")
+	byUUID := uuidPattern.MatchString(p.Image)
+	if !custom && !byUUID {
+		return nil
+	}
+	match := func(im sdk.CustomImage) bool {
+		if byUUID {
+			return strings.EqualFold(im.UUID, p.Image)
+		}
+		return im.Slug == slug
+	}
+	image, ok, err := findCached(ctx, &c.images, c, "customimage.list", match, func(ctx context.Context) ([]sdk.CustomImage, error) {
+		return c.sdk.CustomImages.List(ctx)
+	})
+	if err != nil || !ok {
+		if err == nil {
+			return &cloud.InvalidConfigError{Field: "image", Message: fmt.Sprintf("custom image %q does not exist in this cloudscale.ch account", p.Image)}
+		}
+		return nil
+	}
+	if len(image.Zones) > 0 && !slices.ContainsFunc(image.Zones, func(z sdk.ZoneStub) bool { return z.Slug == p.Zone }) {
+		return &cloud.InvalidConfigError{Field: "image", Message: fmt.Sprintf("custom image %q is not available in zone %s", p.Image, p.Zone)}
+	}
+	return nil
+}
+
+func (c *Client) checkNetwork(ctx context.Context, zone, id, field string) error {
+	n, ok, err := findCached(ctx, &c.networks, c, "network.list", func(n sdk.Network) bool { return strings.EqualFold(n.UUID, id) }, func(ctx context.Context) ([]sdk.Network, error) {
+		return c.sdk.Networks.List(ctx)
+	})
+	switch {
+	case err != nil:
+		return nil
+	case !ok:
+		return &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("network %s does not exist in this cloudscale.ch account", id)}
+	case n.Zone.Slug != "" && n.Zone.Slug != zone:
+		return &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("network %s is in zone %s, not in %s", id, n.Zone.Slug, zone)}
+	}
+	return nil
+}
+
+// findCached looks for an item in a cached list, listing again once when it
+// is not there.
+func findCached[T any](ctx context.Context, l *cachedList[T], c *Client, op string, match func(T) bool, list func(ctx context.Context) ([]T, error)) (T, bool, error) {
+	fetch := func(ctx context.Context) (out []T, err error) {
+		err = c.call(ctx, op, func(ctx context.Context) (err error) {
+			out, err = list(ctx)
+			return err
+		})
+		return out, err
+	}
+	var zero T
+	for attempt := 0; attempt < 2; attempt++ {
+		items, err := l.get(ctx, c.now(), catalogTTL, fetch)
+		if err != nil {
+			return zero, false, err
+		}
+		if i := slices.IndexFunc(items, match); i >= 0 {
+			return items[i], true, nil
+		}
+		if attempt == 0 {
+			l.invalidate()
+		}
+	}
+	return zero, false, nil
+}

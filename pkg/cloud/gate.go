@@ -1,0 +1,196 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// RateLimit is how many calls per second an account makes at most, with
+// bursts of Burst.
+type RateLimit struct {
+	QPS   float64
+	Burst int
+}
+
+// How long an account's gate stays closed after the cloud refused its
+// credentials: the first refusal waits authBackoffMin, each further one
+// twice as long, up to authBackoffMax. Nothing the provider does can fix
+// credentials; it must not hammer the cloud while a person does.
+const (
+	authBackoffMin = 30 * time.Second
+	authBackoffMax = 10 * time.Minute
+	// minRateLimitedWait is how long a 429 without Retry-After closes the
+	// gate.
+	minRateLimitedWait = time.Second
+)
+
+// Gate is the door every API call of one account passes (Call does it): a
+// client-side rate limit, so that many concurrent reconciles never turn into
+// a storm of 429s, and a latch that the cloud's own signals close: a 429
+// closes it for its Retry-After, a refusal of the credentials for a growing
+// backoff. While it is closed, calls fail at once without reaching the
+// cloud, whichever Machine, controller or path makes them: the machine
+// controller does not honour requeue delays from Exists, so only the
+// provider itself can hold those calls back.
+type Gate struct {
+	cloud   string
+	limiter *rate.Limiter
+	now     func() time.Time
+
+	mu          sync.Mutex
+	closedUntil time.Time
+	// cause is what closed the gate: a *RetryableError for a 429, an
+	// *AuthError for refused credentials.
+	cause       error
+	authBackoff time.Duration
+}
+
+// NewGate returns an open gate with the rate limit (QPS <= 0: unlimited).
+func NewGate(cloudName string, rl RateLimit) *Gate {
+	g := &Gate{cloud: cloudName, limiter: rate.NewLimiter(rate.Inf, 0), now: time.Now}
+	if rl.QPS > 0 {
+		burst := max(rl.Burst, 1)
+		g.limiter = rate.NewLimiter(rate.Limit(rl.QPS), burst)
+	}
+	return g
+}
+
+// GateClosedError is a call the gate held back.
+type GateClosedError struct {
+	Cloud string
+	Until time.Time
+	Cause error
+}
+
+func (e *GateClosedError) Error() string {
+	return fmt.Sprintf("%s: not calling the API until %s: %v", e.Cloud, e.Until.UTC().Format(time.RFC3339), e.Cause)
+}
+
+func (e *GateClosedError) Unwrap() error { return e.Cause }
+
+// Admit lets one call through: at once with an error while the gate is
+// closed, else after the rate limit's wait (which ends with ctx), unless
+// the call was paid for in advance (Prepay).
+func (g *Gate) Admit(ctx context.Context) error {
+	if err := g.closed(); err != nil {
+		return err
+	}
+	if p, ok := ctx.Value(prepaidKey{}).(*prepaid); ok && p.gate == g && p.take() {
+		return nil
+	}
+	if err := g.limiter.Wait(ctx); err != nil {
+		if ctx.Err() != nil {
+			// The caller gave up; that is its own business.
+			return fmt.Errorf("%s: waiting for the client-side rate limit: %w", g.cloud, ctx.Err())
+		}
+		return &RetryableError{Err: fmt.Errorf("%s: waiting for the client-side rate limit: %w", g.cloud, err), NotPerformed: true}
+	}
+	// Waiting may have taken a while: the gate may have closed meanwhile.
+	return g.closed()
+}
+
+type prepaidKey struct{}
+
+type prepaid struct {
+	gate *Gate
+	mu   sync.Mutex
+	n    int
+}
+
+func (p *prepaid) take() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n <= 0 {
+		return false
+	}
+	p.n--
+	return true
+}
+
+// Prepay waits for the rate limit of n calls at once and returns a context
+// whose next n calls through the gate do not wait again. A sequence that
+// must not be split by a wait uses it: a create looks for the Machine's
+// servers and then creates one, and the look must not go stale while the
+// create queues behind the rate limit.
+func (g *Gate) Prepay(ctx context.Context, n int) (context.Context, error) {
+	if g == nil || n <= 0 {
+		return ctx, nil
+	}
+	if err := g.closed(); err != nil {
+		return ctx, err
+	}
+	if g.limiter.Limit() != rate.Inf {
+		if err := g.limiter.WaitN(ctx, min(n, max(g.limiter.Burst(), 1))); err != nil {
+			if ctx.Err() != nil {
+				return ctx, fmt.Errorf("%s: waiting for the client-side rate limit: %w", g.cloud, ctx.Err())
+			}
+			return ctx, &RetryableError{Err: fmt.Errorf("%s: waiting for the client-side rate limit: %w", g.cloud, err), NotPerformed: true}
+		}
+	}
+	return context.WithValue(ctx, prepaidKey{}, &prepaid{gate: g, n: n}), nil
+}
+
+func (g *Gate) closed() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	if !now.Before(g.closedUntil) {
+		return nil
+	}
+	held := &GateClosedError{Cloud: g.cloud, Until: g.closedUntil, Cause: g.cause}
+	var auth *AuthError
+	if errors.As(g.cause, &auth) {
+		// Still an auth error to the caller: it is the credentials that
+		// need fixing, and the caller reports that.
+		a := *auth
+		a.Detail = fmt.Sprintf("%s (not asking again until %s)", a.Detail, g.closedUntil.UTC().Format(time.RFC3339))
+		a.RetryAfter = g.closedUntil.Sub(now)
+		return &a
+	}
+	return &RetryableError{RetryAfter: g.closedUntil.Sub(now), Err: held, NotPerformed: true}
+}
+
+// Observe lets the outcome of a call that Admit let through close or reset
+// the gate; errors of Admit itself are not outcomes.
+func (g *Gate) Observe(err error) {
+	var (
+		re   *RetryableError
+		auth *AuthError
+		api  *APIError
+	)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	switch {
+	case err == nil:
+		g.authBackoff = 0
+	case errors.As(err, &auth):
+		g.authBackoff = min(max(g.authBackoff*2, authBackoffMin), authBackoffMax)
+		g.close(now.Add(g.authBackoff), err)
+	case errors.As(err, &re) && errors.As(err, &api) && api.Status == 429:
+		wait := max(re.RetryAfter, minRateLimitedWait)
+		g.close(now.Add(wait), err)
+	}
+}
+
+func (g *Gate) close(until time.Time, cause error) {
+	if until.After(g.closedUntil) {
+		g.closedUntil, g.cause = until, cause
+	}
+}
+
+// ClosedUntil returns when the gate opens again (zero when open), for
+// tests and metrics.
+func (g *Gate) ClosedUntil() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.now().Before(g.closedUntil) {
+		return g.closedUntil
+	}
+	return time.Time{}
+}

@@ -1,0 +1,158 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+func rateLimited(after time.Duration) error {
+	return Classify(Answer{Cloud: "x", Op: "op", Status: http.StatusTooManyRequests, RetryAfter: after})
+}
+func refused(status int) error {
+	return Classify(Answer{Cloud: "x", Op: "op", Status: status, CredentialsSource: "secret ns/s"})
+}
+
+func TestGateHoldsCallsForRetryAfter(t *testing.T) {
+	g := NewGate("x", RateLimit{})
+	c := newClock()
+	g.now = c.now
+	g.Observe(rateLimited(5 * time.Second))
+	err := g.Admit(context.Background())
+	var re *RetryableError
+	if !errors.As(err, &re) || !re.NotPerformed || re.RetryAfter != 5*time.Second {
+		t.Fatalf("Admit in the window = %v, want a not-performed RetryableError with 5s", err)
+	}
+	c.add(4 * time.Second)
+	if err := g.Admit(context.Background()); !errors.As(err, &re) || re.RetryAfter != time.Second {
+		t.Fatalf("Admit 4s later = %v, want 1s to go", err)
+	}
+	c.add(time.Second)
+	if err := g.Admit(context.Background()); err != nil {
+		t.Fatalf("Admit after the window = %v", err)
+	}
+	// A 429 without a hint still closes the gate for a moment.
+	g.Observe(rateLimited(0))
+	if g.ClosedUntil().IsZero() {
+		t.Error("a 429 without Retry-After left the gate open")
+	}
+	// Other failures do not close it.
+	c.add(time.Minute)
+	g.Observe(Classify(Answer{Cloud: "x", Op: "op", Status: 503}))
+	g.Observe(&InvalidConfigError{Message: "no"})
+	if !g.ClosedUntil().IsZero() {
+		t.Error("a 503 or a refused spec closed the gate")
+	}
+}
+
+func TestGateBacksOffRefusedCredentials(t *testing.T) {
+	g := NewGate("x", RateLimit{})
+	c := newClock()
+	g.now = c.now
+	var waits []time.Duration
+	for range 7 {
+		g.Observe(refused(http.StatusUnauthorized))
+		waits = append(waits, g.ClosedUntil().Sub(c.now()))
+		err := g.Admit(context.Background())
+		var auth *AuthError
+		if !errors.As(err, &auth) || auth.RetryAfter != waits[len(waits)-1] || !NotPerformed(err) {
+			t.Fatalf("Admit while refused = %v, want the AuthError with its wait", err)
+		}
+		c.add(waits[len(waits)-1])
+	}
+	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
+	for i := range want {
+		if waits[i] != want[i] {
+			t.Fatalf("waits %v, want %v", waits, want)
+		}
+	}
+	g.Observe(nil)
+	g.Observe(refused(http.StatusForbidden))
+	if d := g.ClosedUntil().Sub(c.now()); d != 30*time.Second {
+		t.Errorf("after a success the backoff starts again at 30s, got %v", d)
+	}
+}
+
+func TestGateRateLimit(t *testing.T) {
+	g := NewGate("x", RateLimit{QPS: 20, Burst: 2})
+	start := time.Now()
+	for range 6 {
+		if err := g.Admit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 2 at once, then 4 more at 20/s: at least 200ms.
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("6 calls at 20/s with a burst of 2 took %v", d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := g.Admit(ctx)
+	if !errors.Is(err, context.Canceled) || errors.As(err, new(*RetryableError)) {
+		t.Errorf("Admit with a cancelled context = %v, want the caller's own error", err)
+	}
+}
+
+func TestCallObservesAndHolds(t *testing.T) {
+	g := NewGate("x", RateLimit{})
+	calls := 0
+	fail429 := func(context.Context) error { calls++; return errors.New("sdk error") }
+	classify := func(ctx context.Context, ex *Exchange, err error) error { return rateLimited(time.Hour) }
+	if err := Call(context.Background(), "x", g, "op", fail429, classify); !NotPerformed(err) {
+		t.Fatalf("first call: %v", err)
+	}
+	if err := Call(context.Background(), "x", g, "op", fail429, classify); err == nil || calls != 1 {
+		t.Fatalf("second call made %d calls (%v); the gate must hold it", calls, err)
+	}
+}
+
+// Calls paid for in advance pass at once: the look before a create and the
+// create are never split by a rate-limit wait.
+func TestGatePrepay(t *testing.T) {
+	g := NewGate("x", RateLimit{QPS: 2, Burst: 2})
+	ctx, err := g.Prepay(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for range 2 {
+		if err := g.Admit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("prepaid calls waited %v", d)
+	}
+	// The third is not paid for: it waits for the limit (2/s).
+	if err := g.Admit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("an unpaid call after the burst passed after %v", d)
+	}
+	// A closed gate holds prepaid calls too.
+	g.Observe(rateLimited(time.Hour))
+	if err := g.Admit(ctx); !NotPerformed(err) {
+		t.Errorf("a closed gate let a call through: %v", err)
+	}
+}

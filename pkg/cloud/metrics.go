@@ -1,0 +1,70 @@
+package cloud
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	cloudRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_provider_cloud_requests_total",
+		Help: "Cloud API calls by cloud, operation and result (ok, not_found, invalid, auth, retryable, error).",
+	}, []string{"cloud", "operation", "result"})
+	cloudLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "machine_api_provider_cloud_request_duration_seconds",
+		Help:    "Latency of cloud API calls by cloud and operation, rate-limit waits included.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
+	}, []string{"cloud", "operation"})
+	cloudHeld = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_provider_cloud_requests_held_total",
+		Help: "Cloud API calls the account's gate held back without calling, by cloud and reason (rate_limited, auth, canceled).",
+	}, []string{"cloud", "reason"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld)
+}
+
+func observeCall(cloudName, op string, start time.Time, err error) {
+	cloudLatency.WithLabelValues(cloudName, op).Observe(time.Since(start).Seconds())
+	cloudRequests.WithLabelValues(cloudName, op, Result(err)).Inc()
+}
+
+func observeHeld(cloudName, _ string, err error) {
+	var auth *AuthError
+	var held *GateClosedError
+	reason := "canceled"
+	switch {
+	case errors.As(err, &auth):
+		reason = "auth"
+	case errors.As(err, &held):
+		reason = "rate_limited"
+	}
+	cloudHeld.WithLabelValues(cloudName, reason).Inc()
+}
+
+// Result names the class of a call's outcome, for metrics.
+func Result(err error) string {
+	var (
+		invalid   *InvalidConfigError
+		retryable *RetryableError
+		auth      *AuthError
+	)
+	switch {
+	case err == nil:
+		return "ok"
+	case IsNotFound(err):
+		return "not_found"
+	case errors.As(err, &invalid):
+		return "invalid"
+	case errors.As(err, &auth):
+		return "auth"
+	case errors.As(err, &retryable):
+		return "retryable"
+	default:
+		return "error"
+	}
+}

@@ -1,0 +1,255 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ViewOptions tune a View.
+type ViewOptions struct {
+	// Refresh is how old the list may be before a lookup lists again.
+	Refresh time.Duration
+	// MaxStale is how long a view whose refreshes fail keeps answering
+	// from its last list; after that, lookups fail. Default 5 minutes.
+	MaxStale time.Duration
+	// WriteGrace is how long the provider's own creates and deletes stand
+	// in the view when a list contradicts them (a list that started before
+	// the write, an API whose lists lag behind). Default: twice Refresh,
+	// at least 30 seconds.
+	WriteGrace time.Duration
+}
+
+// View is the shared, per-account view of one cluster's servers: one list
+// call refreshes what every reconcile of the cluster reads, so a resync of N
+// settled Machines costs at most one list per refresh interval, not N calls,
+// and the machine controller's two existence checks before a create cost
+// none of their own.
+//
+// It stays consistent with the provider's own writes: a server it created
+// (Created) is seen at once and stays seen until a list shows it, for
+// WriteGrace; a server it deleted (Deleted) is gone at once. It is only ever
+// used to find servers that exist: before anything is created, the create
+// looks the Machine's servers up directly (Client.CreateServer does), so a
+// stale view can delay an answer but never make a second server.
+type View struct {
+	client Client
+	sel    Selector
+	o      ViewOptions
+	now    func() time.Time
+
+	mu       sync.Mutex
+	servers  map[string]Server
+	listedAt time.Time // when the list behind servers started
+	written  map[string]write
+	inFlight chan struct{} // closed when the running refresh ends
+	lastErr  error
+	lists    int
+	// After a failed list, the next waits: retryAt is when it may run,
+	// failWait how long the last wait was (doubling up to maxFailWait).
+	retryAt  time.Time
+	failWait time.Duration
+}
+
+// The view's own backoff after failed lists: every reconcile of the
+// cluster reads through it, and the machine controller retries failed
+// existence checks at once; without it each retry would be a list.
+const (
+	minFailWait = time.Second
+	maxFailWait = 30 * time.Second
+)
+
+type write struct {
+	server *Server // nil: deleted
+	at     time.Time
+}
+
+// NewView returns an empty view of the cluster's servers through client.
+func NewView(client Client, clusterID string, o ViewOptions) *View {
+	if o.Refresh <= 0 {
+		o.Refresh = 10 * time.Second
+	}
+	if o.MaxStale <= 0 {
+		o.MaxStale = 5 * time.Minute
+	}
+	if o.WriteGrace <= 0 {
+		o.WriteGrace = max(2*o.Refresh, 30*time.Second)
+	}
+	return &View{client: client, sel: Selector{ClusterID: clusterID}, o: o, now: time.Now, written: map[string]write{}}
+}
+
+// Machine returns the servers of one Machine, oldest first.
+func (v *View) Machine(ctx context.Context, name string) ([]Server, error) {
+	all, err := v.fresh(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []Server
+	for _, s := range all {
+		if s.Machine == name {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// All returns every server of the cluster, oldest first, from a list no
+// older than maxAge (0: the view's refresh interval).
+func (v *View) All(ctx context.Context, maxAge time.Duration) ([]Server, error) {
+	return v.fresh(ctx, maxAge)
+}
+
+// Get returns the server with the ID if the view has it.
+func (v *View) Get(ctx context.Context, id string) (*Server, bool, error) {
+	all, err := v.fresh(ctx, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	for i := range all {
+		if all[i].ID == id {
+			return &all[i], true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// Created puts a server the provider just created (or found) into the view.
+func (v *View) Created(s Server) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	cp := s
+	v.written[s.ID] = write{server: &cp, at: v.now()}
+}
+
+// Deleted takes a server the provider just deleted out of the view.
+func (v *View) Deleted(id string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.written[id] = write{at: v.now()}
+}
+
+// Lists counts the list calls the view made, for tests and benchmarks.
+func (v *View) Lists() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.lists
+}
+
+func (v *View) fresh(ctx context.Context, maxAge time.Duration) ([]Server, error) {
+	if maxAge <= 0 {
+		maxAge = v.o.Refresh
+	}
+	v.mu.Lock()
+	if v.servers != nil && v.now().Sub(v.listedAt) < maxAge {
+		out := v.snapshot()
+		v.mu.Unlock()
+		return out, nil
+	}
+	if v.lastErr != nil && v.now().Before(v.retryAt) {
+		out, err := v.staleOrErr()
+		v.mu.Unlock()
+		return out, err
+	}
+	if wait := v.inFlight; wait != nil {
+		// Someone is listing already: take their answer.
+		v.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		v.mu.Lock()
+		if v.lastErr != nil {
+			out, err := v.staleOrErr()
+			v.mu.Unlock()
+			return out, err
+		}
+		out := v.snapshot()
+		v.mu.Unlock()
+		return out, nil
+	}
+	done := make(chan struct{})
+	v.inFlight = done
+	v.mu.Unlock()
+
+	started := v.now()
+	list, err := v.client.ListServers(ctx, v.sel)
+
+	v.mu.Lock()
+	v.inFlight = nil
+	v.lists++
+	v.lastErr = err
+	if err == nil {
+		v.servers = make(map[string]Server, len(list))
+		for _, s := range list {
+			v.servers[s.ID] = s
+		}
+		v.listedAt = started
+		v.failWait = 0
+	} else if ctx.Err() == nil {
+		v.failWait = min(max(2*v.failWait, minFailWait), maxFailWait)
+		wait := v.failWait
+		var re *RetryableError
+		if errors.As(err, &re) && re.RetryAfter > wait {
+			wait = re.RetryAfter
+		}
+		v.retryAt = v.now().Add(wait)
+	}
+	close(done)
+	if err != nil {
+		out, err := v.staleOrErr()
+		v.mu.Unlock()
+		return out, err
+	}
+	out := v.snapshot()
+	v.mu.Unlock()
+	return out, nil
+}
+
+// staleOrErr answers from the last list while it is not too old. Callers
+// hold mu.
+func (v *View) staleOrErr() ([]Server, error) {
+	if v.servers != nil && v.now().Sub(v.listedAt) < v.o.MaxStale {
+		return v.snapshot(), nil
+	}
+	return nil, fmt.Errorf("listing the servers of cluster %s: %w", v.sel.ClusterID, v.lastErr)
+}
+
+// snapshot merges the last list with the provider's own writes. Callers
+// hold mu.
+func (v *View) snapshot() []Server {
+	now := v.now()
+	merged := make(map[string]Server, len(v.servers)+len(v.written))
+	for id, s := range v.servers {
+		merged[id] = s
+	}
+	for id, w := range v.written {
+		// A list that started after the write and agrees with it makes
+		// the write redundant; one that disagrees wins after the grace.
+		_, inList := v.servers[id]
+		switch {
+		case now.Sub(w.at) > v.o.WriteGrace:
+			delete(v.written, id)
+		case w.server == nil:
+			delete(merged, id)
+		case !inList:
+			merged[id] = *w.server
+		case !v.listedAt.Before(w.at):
+			delete(v.written, id)
+		}
+	}
+	out := make([]Server, 0, len(merged))
+	for _, s := range merged {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}

@@ -1,0 +1,281 @@
+// Package janitor looks after what Machines leave behind in the cloud. Every
+// interval, for each account and cluster the provider acts on, it reads the
+// account's view of the cluster's servers (one list, shared with the
+// actuator) and
+//
+//   - deletes the provider's empty anti-affinity groups, whatever failed
+//     when the servers in them were deleted;
+//   - reports servers carrying the cluster's identity that belong to no
+//     Machine (orphans): a metric, an event and a log line with the server's
+//     ID, and an entry in the orphan record (pkg/orphans);
+//   - when enabled, deletes orphans after a grace period, never one a Node
+//     runs on and never a server without the provider's identity.
+//
+// It runs on the leader only.
+package janitor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/metrics"
+	"github.com/appuio/machine-api-provider/pkg/orphans"
+)
+
+// MinDeleteOrphansAfter is the least --delete-orphans-after the provider
+// accepts: an orphan must have stayed one through several scans, and a
+// person must have had a chance to see the event, before it goes.
+const MinDeleteOrphansAfter = 10 * time.Minute
+
+// ClusterIDLabel names a Machine's cluster (as in pkg/actuator).
+const ClusterIDLabel = "machine.openshift.io/cluster-api-cluster"
+
+// Options tune the janitor; zero values take the defaults.
+type Options struct {
+	// Interval between sweeps. Default 1 minute.
+	Interval time.Duration
+	// DeleteOrphansAfter deletes orphans this long after they were first
+	// seen; 0 only reports them. At least MinDeleteOrphansAfter.
+	DeleteOrphansAfter time.Duration
+	// OrphanMinAge is how old a server must be before it can count as an
+	// orphan. Default 2 minutes.
+	OrphanMinAge time.Duration
+	// GroupMinAge is how old an empty group must be before it is
+	// deleted. Default 1 minute.
+	GroupMinAge time.Duration
+	Log         logr.Logger
+}
+
+// Janitor sweeps the accounts' clusters.
+//
+// +kubebuilder:rbac:groups=machine.openshift.io,resources=machines,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+type Janitor struct {
+	client   client.Client
+	accounts *cloud.Accounts
+	orphans  *orphans.Registry
+	o        Options
+	now      func() time.Time
+}
+
+var (
+	_ manager.Runnable               = (*Janitor)(nil)
+	_ manager.LeaderElectionRunnable = (*Janitor)(nil)
+)
+
+// New returns a janitor; add it to a manager (mgr.Add) to run it.
+func New(c client.Client, accounts *cloud.Accounts, registry *orphans.Registry, o Options) (*Janitor, error) {
+	if o.Interval <= 0 {
+		o.Interval = time.Minute
+	}
+	if o.OrphanMinAge <= 0 {
+		o.OrphanMinAge = 2 * time.Minute
+	}
+	if o.GroupMinAge <= 0 {
+		o.GroupMinAge = time.Minute
+	}
+	if o.DeleteOrphansAfter != 0 && o.DeleteOrphansAfter < MinDeleteOrphansAfter {
+		return nil, fmt.Errorf("deleting orphans after %s is too soon: at least %s", o.DeleteOrphansAfter, MinDeleteOrphansAfter)
+	}
+	return &Janitor{client: c, accounts: accounts, orphans: registry, o: o, now: time.Now}, nil
+}
+
+// NeedLeaderElection: only the leader sweeps.
+func (j *Janitor) NeedLeaderElection() bool { return true }
+
+// Start sweeps every interval until ctx ends.
+func (j *Janitor) Start(ctx context.Context) error {
+	t := time.NewTicker(j.o.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if _, err := j.Sweep(ctx); err != nil && ctx.Err() == nil {
+			j.o.Log.Info("janitor sweep incomplete", "error", err.Error())
+		}
+	}
+}
+
+// Report is what one sweep found and did.
+type Report struct {
+	Orphans        []orphans.Orphan
+	OrphansDeleted []string
+	GroupsDeleted  []string
+}
+
+// Sweep looks at every account and cluster once.
+func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
+	var rep Report
+	machines, err := j.machinesByCluster(ctx)
+	if err != nil {
+		return rep, err
+	}
+	recorded, err := j.orphans.List(ctx)
+	if err != nil {
+		return rep, err
+	}
+	nodes, err := j.nodesByProviderID(ctx)
+	if err != nil {
+		return rep, err
+	}
+	cloudName := j.accounts.Cloud().Name()
+	var firstErr error
+	keep := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	seen := map[string]bool{}
+	for _, acc := range j.accounts.All() {
+		account := acc.Secret
+		if account == "" {
+			account = "default"
+		}
+		for _, cluster := range acc.Clusters() {
+			view := acc.View(cluster)
+			servers, err := view.All(ctx, j.o.Interval)
+			if err != nil {
+				keep(err)
+				continue
+			}
+			present := map[string]bool{}
+			var found []orphans.Orphan
+			for _, s := range servers {
+				present[s.ID] = true
+				if s.ClusterID != cluster || machines[cluster][s.Machine] || j.now().Sub(s.CreatedAt) < j.o.OrphanMinAge {
+					continue
+				}
+				reason := fmt.Sprintf("it is tagged as Machine %q's, which does not exist", s.Machine)
+				if s.Machine == "" {
+					reason = "it carries the cluster's identity but no Machine's"
+				}
+				found = append(found, orphans.Orphan{
+					Cloud: cloudName, ServerID: s.ID, ServerName: s.Name, Machine: s.Machine, ClusterID: cluster,
+					Account: account, Reason: reason, Since: j.now().UTC(), Verified: true,
+				})
+			}
+			added, err := j.orphans.Record(ctx, found...)
+			keep(err)
+			for _, o := range added {
+				j.o.Log.Info("orphan server", "cloud", cloudName, "server", o.ServerID, "name", o.ServerName, "cluster", cluster, "reason", o.Reason)
+			}
+			// What the record says of this account and cluster, checked
+			// against what the cloud shows now.
+			var gone []string
+			for _, o := range append(recorded, added...) {
+				if o.ClusterID != cluster || o.Account != account {
+					continue
+				}
+				if !present[o.ServerID] {
+					gone = append(gone, o.ServerID)
+					continue
+				}
+				if machines[cluster][o.Machine] {
+					// A Machine of that name exists again: not an orphan.
+					gone = append(gone, o.ServerID)
+					continue
+				}
+				seen[o.ServerID] = true
+				rep.Orphans = append(rep.Orphans, o)
+				if deleted, err := j.maybeDelete(ctx, acc, view, o, nodes); err != nil {
+					keep(err)
+				} else if deleted {
+					rep.OrphansDeleted = append(rep.OrphansDeleted, o.ServerID)
+					gone = append(gone, o.ServerID)
+				}
+			}
+			keep(j.orphans.Forget(ctx, gone...))
+			names, err := acc.Client.CleanupGroups(ctx, cluster, j.o.GroupMinAge)
+			keep(err)
+			if len(names) > 0 {
+				metrics.GroupsDeleted(cloudName, len(names))
+				rep.GroupsDeleted = append(rep.GroupsDeleted, names...)
+				j.o.Log.Info("deleted empty anti-affinity groups", "cloud", cloudName, "cluster", cluster, "groups", names)
+				j.orphans.Event(ctx, corev1.EventTypeNormal, "DeletedGroups", fmt.Sprintf("Deleted empty %s anti-affinity group(s) %v of cluster %s", cloudName, names, cluster))
+			}
+		}
+	}
+	// Orphans the provider cannot look at (abandoned with unusable
+	// credentials) still count.
+	for _, o := range recorded {
+		if !seen[o.ServerID] && !o.Verified {
+			rep.Orphans = append(rep.Orphans, o)
+		}
+	}
+	metrics.SetOrphans(cloudName, len(rep.Orphans)-len(rep.OrphansDeleted))
+	return rep, firstErr
+}
+
+// maybeDelete deletes an orphan past DeleteOrphansAfter, if it carries a
+// Machine's identity and no Node runs on it.
+func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *cloud.View, o orphans.Orphan, nodes map[string]string) (bool, error) {
+	if j.o.DeleteOrphansAfter <= 0 || o.Machine == "" || j.now().Sub(o.Since) < j.o.DeleteOrphansAfter {
+		return false, nil
+	}
+	cloudName := j.accounts.Cloud().Name()
+	if node := nodes[cloudName+"://"+o.ServerID]; node != "" {
+		j.o.Log.Info("orphan server not deleted: a Node runs on it", "server", o.ServerID, "node", node)
+		return false, nil
+	}
+	srv, err := acc.Client.GetServer(ctx, o.ServerID)
+	if cloud.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if srv.ClusterID != o.ClusterID || srv.Machine != o.Machine {
+		return false, nil
+	}
+	if err := acc.Client.DeleteServer(ctx, cloud.MachineRef{Name: o.Machine, ClusterID: o.ClusterID}, srv); err != nil {
+		return false, err
+	}
+	view.Deleted(o.ServerID)
+	metrics.OrphanDeleted(cloudName)
+	j.o.Log.Info("deleted orphan server", "server", o.ServerID, "name", o.ServerName, "cluster", o.ClusterID, "orphanSince", o.Since)
+	j.orphans.Event(ctx, corev1.EventTypeWarning, "OrphanDeleted", fmt.Sprintf("Deleted %s orphan server %s (%s) of cluster %s, an orphan since %s",
+		cloudName, o.ServerID, o.ServerName, o.ClusterID, o.Since.Format(time.RFC3339)))
+	return true, nil
+}
+
+func (j *Janitor) machinesByCluster(ctx context.Context) (map[string]map[string]bool, error) {
+	var list machinev1.MachineList
+	if err := j.client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]bool{}
+	for _, m := range list.Items {
+		id := m.Labels[ClusterIDLabel]
+		if out[id] == nil {
+			out[id] = map[string]bool{}
+		}
+		out[id][m.Name] = true
+	}
+	return out, nil
+}
+
+func (j *Janitor) nodesByProviderID(ctx context.Context) (map[string]string, error) {
+	var nodes corev1.NodeList
+	if err := j.client.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, n := range nodes.Items {
+		if n.Spec.ProviderID != "" {
+			out[n.Spec.ProviderID] = n.Name
+		}
+	}
+	return out, nil
+}

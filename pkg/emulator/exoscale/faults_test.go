@@ -1,0 +1,99 @@
+package exoscale_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	v3 "github.com/exoscale/egoscale/v3"
+
+	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+)
+
+// Injected errors have the real API's body and map to the SDK's sentinels;
+// nothing is done.
+func TestInjectedErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status   int
+		sentinel error
+	}{
+		{http.StatusServiceUnavailable, v3.ErrServiceUnavailable},
+		{http.StatusInternalServerError, v3.ErrInternalServerError},
+		{http.StatusBadGateway, v3.ErrBadGateway},
+		{http.StatusTooManyRequests, v3.ErrTooManyRequests},
+	} {
+		v := newEnv(t, emu.Config{Faults: []harness.Rule{{Route: "POST /v2/instance", ErrorRate: 1, ErrorStatus: tc.status, RetryAfterSeconds: 7}}})
+		_, err := v.client.CreateInstance(v.ctx, instanceReq("never"))
+		msg := apiError(t, err, tc.sentinel)
+		if tc.status == http.StatusTooManyRequests {
+			wantContains(t, msg, "throttled")
+		} else {
+			wantContains(t, msg, "injected by the emulator")
+		}
+		if n := v.emu.CountInstances(); n != 0 {
+			t.Fatalf("%d: %d instances, want none", tc.status, n)
+		}
+	}
+	// The Retry-After of a 429.
+	v := newEnv(t, emu.Config{Faults: []harness.Rule{{Route: "GET /v2/instance", ErrorRate: 1, ErrorStatus: 429, RetryAfterSeconds: 7}}})
+	resp, body := v.raw("GET", "/v2/instance", nil, true)
+	wantStatus(t, resp, body, http.StatusTooManyRequests)
+	if resp.Header.Get("Retry-After") != "7" {
+		t.Fatalf("Retry-After %q", resp.Header.Get("Retry-After"))
+	}
+	wantMessage(t, body, "Expected available in 7 seconds")
+}
+
+// A lost answer: the change is made, the client never hears of it.
+func TestLostResponseOnCreateStillCreates(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emu.Config{})
+	if err := v.emu.Harness().AddRule(harness.Rule{Route: "POST /v2/instance", LostResponseRate: 1, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := v.client.CreateInstance(v.ctx, instanceReq("ghost"))
+	if err == nil {
+		t.Fatalf("create answered %+v through a lost response", op)
+	}
+	var ae *v3.APIError
+	if errors.As(err, &ae) {
+		t.Fatalf("got API error %v, want a transport error", ae)
+	}
+	l, err := v.client.ListInstances(v.ctx, v3.ListInstancesWithLabels(""))
+	if err != nil || len(l.Instances) != 1 || l.Instances[0].Name != "ghost" {
+		t.Fatalf("instances after the lost answer: %+v, %v", l, err)
+	}
+	// With a status instead of a dropped connection.
+	if err := v.emu.Harness().SetRules([]harness.Rule{{Route: "PUT /v2/instance/{id}:stop", LostResponseRate: 1, LostResponseStatus: 502}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = v.client.StopInstance(v.ctx, l.Instances[0].ID)
+	wantContains(t, apiError(t, err, v3.ErrBadGateway), "injected")
+	v.wantState(v.client, l.Instances[0].ID, v3.InstanceStateStopped)
+	if got := v.emu.Harness().Count("PUT /v2/instance/{id}:stop"); got != 1 {
+		t.Fatalf("Count(stop) = %d", got)
+	}
+	if got := v.emu.Harness().Count("POST /v2/instance"); got != 1 {
+		t.Fatalf("Count(create) = %d", got)
+	}
+}
+
+func TestMetricsAndAdminEndpoint(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emu.Config{})
+	v.create(v.client, instanceReq("counted"))
+	resp, body := v.raw("GET", "/metrics", nil, false)
+	wantStatus(t, resp, body, http.StatusOK)
+	want := `emulator_requests_total{cloud="exoscale",method="POST",route="POST /v2/instance"} 1`
+	if !strings.Contains(string(body), want) {
+		t.Fatalf("metrics lack %s:\n%s", want, body)
+	}
+	resp, body = v.raw("GET", "/_emulator/requests", nil, false)
+	wantStatus(t, resp, body, http.StatusOK)
+	if !strings.Contains(string(body), `"POST /v2/instance":1`) {
+		t.Fatalf("requests %s", body)
+	}
+}
