@@ -36,7 +36,7 @@ all: lint test
 
 # Root module tests; envtest (pkg/testenv) uses the control plane in bin/.
 .PHONY: test
-test: tools
+test: tools test-patches
 	KUBEBUILDER_ASSETS=$(BIN_DIR) KUBE_VERSION=$(KUBE_VERSION) \
 		$(GO) test $(GO_TEST_FLAGS) ./...
 
@@ -59,10 +59,12 @@ $(BIN_DIR)/machine-api-provider:
 	$(GO) build -o $@ ./cmd/machine-api-provider
 
 # The official cloudscale.ch SDK's own integration tests against the emulator
-# (test/conformance lists which of them must pass, and why the others can't).
+# (test/conformance lists which of them must pass, and why the others can't),
+# and the Exoscale suite: every emulated operation through the unmodified
+# egoscale v3 client, validated against Exoscale's OpenAPI document (seconds).
 .PHONY: test-conformance
 test-conformance:
-	$(GO) test -count=1 -timeout=30m -v -run TestCloudscaleSDKIntegrationSuite ./test/conformance/
+	$(GO) test -count=1 -timeout=30m -v -run 'TestCloudscaleSDKIntegrationSuite|TestExoscaleSDKConformance' ./test/conformance/
 
 # 100 Machines through one MachineSet, 0 -> 100 -> 0, against the emulator
 # with 300 ms create latency; prints times, cloud calls and peak memory.
@@ -72,7 +74,7 @@ bench: tools build
 
 # Unit and envtest tests only, without the SDK suite: seconds, not minutes.
 .PHONY: test-short
-test-short: tools
+test-short: tools test-patches
 	KUBEBUILDER_ASSETS=$(BIN_DIR) KUBE_VERSION=$(KUBE_VERSION) \
 		$(GO) test -short $(GO_TEST_FLAGS) ./...
 
@@ -91,8 +93,8 @@ demo: tools build
 	@echo "make demo: the first run builds the control plane and the cluster-autoscaler into bin/ (minutes); later runs start at once."
 	$(BIN_DIR)/machine-api-provider demo --bin-dir $(BIN_DIR) $(DEMO_FLAGS)
 
-# The same loop, asserted: scale-up from zero and back, MachineHealthCheck
-# remediation, Machines and Nodes linked.
+# The same loop, asserted: scale-up from zero and back down to zero Machines,
+# Nodes and servers, MachineHealthCheck remediation, Machines and Nodes linked.
 .PHONY: e2e
 e2e: tools
 	E2E=1 KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout 30m ./test/e2e/
@@ -118,7 +120,7 @@ sync-crds:
 	echo "config/crd: synced from $$($(GO) list -m github.com/openshift/api)"
 
 # Render every kustomization meant to be applied into _output/<name>.yaml.
-MANIFESTS := default overlays/cloudscale
+MANIFESTS := default overlays/cloudscale overlays/exoscale
 .PHONY: manifests
 manifests: $(KUSTOMIZE)
 	@mkdir -p $(OUTPUT_DIR)
@@ -254,11 +256,51 @@ $(KWOK_STAGES): $(BIN_DIR)/.kwok-$(KWOK_VERSION).stamp $(TOOLS_DIR)/kwok/go.mod 
 # GONOSUMDB lets the go command fetch them (go.sum still pins their hashes);
 # it is exported for this target's recipe only. There is no version variable
 # to set: upstream's version.ClusterAutoscalerVersion is a constant.
+#
+# The pinned version is built with our patches (hack/tools/cluster-autoscaler/
+# patches/*.patch, in name order): the recipe copies the pinned module out of
+# the module cache into $(CLUSTER_AUTOSCALER_BUILD)/src, applies each patch
+# there with `git apply` (no fuzz: every context line must match; all hunks or
+# none), and builds the wrapper against the copy through a generated go.mod
+# (the wrapper's, plus a replace to the copy), so the go.mod in git stays the
+# plain pin. A patch that no longer applies fails the build and says what to
+# do. The stamp's name carries a checksum of the patches, so changing, adding or
+# removing one rebuilds, as a new pin does.
+CLUSTER_AUTOSCALER_MODULE  := k8s.io/autoscaler/cluster-autoscaler
+CLUSTER_AUTOSCALER_PATCHES := $(sort $(wildcard $(TOOLS_DIR)/cluster-autoscaler/patches/*.patch))
+CLUSTER_AUTOSCALER_PATCH_HASH := $(if $(CLUSTER_AUTOSCALER_PATCHES),$(shell cat $(CLUSTER_AUTOSCALER_PATCHES) | cksum | cut -d' ' -f1),unpatched)
+CLUSTER_AUTOSCALER_BUILD   := $(BIN_DIR)/cluster-autoscaler-build
+
 $(CLUSTER_AUTOSCALER_BIN): export GONOSUMDB := k8s.io/autoscaler
-$(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_VERSION).stamp \
+$(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_VERSION)-$(CLUSTER_AUTOSCALER_PATCH_HASH).stamp \
 		$(TOOLS_DIR)/cluster-autoscaler/go.mod $(TOOLS_DIR)/cluster-autoscaler/go.sum \
-		$(TOOLS_DIR)/cluster-autoscaler/main.go
-	$(call check-pin,$(TOOLS_DIR)/cluster-autoscaler,k8s.io/autoscaler/cluster-autoscaler,$(CLUSTER_AUTOSCALER_VERSION))
-	cd $(TOOLS_DIR)/cluster-autoscaler && \
-	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -tags clusterapi -ldflags "-s -w" -o $@ .
+		$(TOOLS_DIR)/cluster-autoscaler/main.go $(CLUSTER_AUTOSCALER_PATCHES)
+	$(call check-pin,$(TOOLS_DIR)/cluster-autoscaler,$(CLUSTER_AUTOSCALER_MODULE),$(CLUSTER_AUTOSCALER_VERSION))
+	@cd $(TOOLS_DIR)/cluster-autoscaler && \
+	$(GO) mod download $(CLUSTER_AUTOSCALER_MODULE) && \
+	pinned=$$($(GO) list -m -f '{{.Dir}}' $(CLUSTER_AUTOSCALER_MODULE)) && \
+	build=$(CLUSTER_AUTOSCALER_BUILD) && \
+	rm -rf $$build && mkdir -p $$build && \
+	cp -R $$pinned $$build/src && chmod -R u+w $$build/src && \
+	for p in $(CLUSTER_AUTOSCALER_PATCHES); do \
+		echo "cluster-autoscaler: applying $${p#$(CURDIR)/}"; \
+		if ! (cd $$build/src && git apply --verbose $$p); then \
+			echo "error: $${p#$(CURDIR)/} does not apply to $(CLUSTER_AUTOSCALER_MODULE) $(CLUSTER_AUTOSCALER_VERSION)." >&2; \
+			echo "  If this version already has the fix the patch carries (its header says which upstream change), delete the patch;" >&2; \
+			echo "  otherwise rewrite it against this version. hack/tools/cluster-autoscaler/README.md says how." >&2; \
+			exit 1; \
+		fi; \
+	done && \
+	cp go.mod $$build/go.mod && cp go.sum $$build/go.sum && \
+	$(GO) mod edit -replace=$(CLUSTER_AUTOSCALER_MODULE)=$$build/src $$build/go.mod && \
+	echo "cluster-autoscaler: go build against $${build#$(CURDIR)/}/src" && \
+	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -modfile=$$build/go.mod -tags clusterapi -ldflags "-s -w" -o $@ .
 	@touch $@
+
+# The patches apply exactly (no fuzz, no offset) to the pinned version in the
+# module cache and touch only the files they may: a plain go test of the
+# wrapper module, seconds; part of `make test`.
+.PHONY: test-patches
+test-patches: export GONOSUMDB := k8s.io/autoscaler
+test-patches:
+	cd $(TOOLS_DIR)/cluster-autoscaler && $(GO) test -count=1 ./patches/

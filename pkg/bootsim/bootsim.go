@@ -41,6 +41,12 @@ type Simulator struct {
 	emulator *emucs.Emulator
 	o        Options
 	running  map[string]time.Time // server UUID -> first seen running
+	// registered: server UUIDs whose Node has registered. A kubelet
+	// registers its Node once, when it starts; after that a deleted Node
+	// stays deleted. Without this, a Node the machine controller deletes
+	// right after the server could come back from a look at the emulator
+	// taken just before, and stay forever.
+	registered map[string]bool
 }
 
 // New returns a simulator; Run starts it.
@@ -51,7 +57,7 @@ func New(c client.Client, emu *emucs.Emulator, o Options) *Simulator {
 	if o.Interval == 0 {
 		o.Interval = 500 * time.Millisecond
 	}
-	return &Simulator{client: c, emulator: emu, o: o, running: map[string]time.Time{}}
+	return &Simulator{client: c, emulator: emu, o: o, running: map[string]time.Time{}, registered: map[string]bool{}}
 }
 
 // Run simulates until ctx ends.
@@ -86,12 +92,13 @@ func (s *Simulator) Step(ctx context.Context) error {
 			s.running[srv.UUID] = time.Now()
 			first = time.Now()
 		}
-		if time.Since(first) < s.o.RegisterDelay {
+		if time.Since(first) < s.o.RegisterDelay || s.registered[srv.UUID] {
 			continue
 		}
 		if err := s.register(ctx, srv, providerID); err != nil {
 			return err
 		}
+		s.registered[srv.UUID] = true
 	}
 	var nodes corev1.NodeList
 	if err := s.client.List(ctx, &nodes); err != nil {
@@ -112,6 +119,7 @@ func (s *Simulator) Step(ctx context.Context) error {
 	for id := range s.running {
 		if !alive["cloudscale://"+id] {
 			delete(s.running, id)
+			delete(s.registered, id)
 		}
 	}
 	return nil

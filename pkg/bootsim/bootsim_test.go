@@ -121,4 +121,29 @@ func TestNodesFollowServers(t *testing.T) {
 	if _, managed := node.Annotations[localcluster.KwokNodeAnnotation]; managed {
 		t.Errorf("the Node of a deleted server still has its kubelet (kwok annotation)")
 	}
+
+	// A kubelet registers its Node once: a Node deleted while the simulator
+	// still sees its server running stays deleted. (The machine controller
+	// deletes the Node right after the server; a look at the emulator from
+	// just before must not bring the Node back for good.)
+	other, err := sdk.Servers.Create(ctx, &cloudscale.ServerRequest{Name: "worker-b", Flavor: "flex-16-4", Image: "debian-12", Zone: "lpg1", VolumeSizeGB: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var nodeB corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: other.Name}, &nodeB); err != nil {
+		t.Fatalf("no Node for server %s: %v", other.Name, err)
+	}
+	if err := c.Delete(ctx, &nodeB); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: other.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the deleted Node %s registered again (%v)", other.Name, err)
+	}
 }

@@ -55,14 +55,24 @@ type Options struct {
 	BootTime, RegisterDelay time.Duration
 	// Autoscaler starts the cluster-autoscaler.
 	Autoscaler bool
-	// ScaleDownUnneeded is how long a node must be unneeded before the
-	// autoscaler removes it.
-	ScaleDownUnneeded time.Duration
-	Log               logr.Logger
+	// ScaleDownUnneeded is how long a node must be unneeded, and
+	// ScaleDownDelayAfterAdd how long after a scale-up the autoscaler
+	// waits, before it removes a node. Upstream's defaults (10 minutes
+	// each) suit a cluster, not a demo: these default to 20 seconds.
+	ScaleDownUnneeded, ScaleDownDelayAfterAdd time.Duration
+	Log                                       logr.Logger
 }
+
+// Default autoscaler timing, and how often it looks (upstream: 10 s).
+const (
+	defaultScaleDownDelay  = 20 * time.Second
+	autoscalerScanInterval = 5 * time.Second
+)
 
 // Env is the running environment.
 type Env struct {
+	// Options as started, defaults filled in.
+	Options    Options
 	Cluster    *localcluster.Cluster
 	Client     client.Client
 	Emulator   *emucs.Emulator
@@ -74,7 +84,10 @@ type Env struct {
 // Start starts everything. Stop stops it, also after an error.
 func Start(o Options) (*Env, error) {
 	if o.ScaleDownUnneeded == 0 {
-		o.ScaleDownUnneeded = 20 * time.Second
+		o.ScaleDownUnneeded = defaultScaleDownDelay
+	}
+	if o.ScaleDownDelayAfterAdd == 0 {
+		o.ScaleDownDelayAfterAdd = defaultScaleDownDelay
 	}
 	// The machine-api-operator's controllers log through klog.
 	klog.SetLogger(o.Log.WithName("machine-api"))
@@ -82,7 +95,7 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{}
+	e := &Env{Options: o}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.Cluster, err = localcluster.Start(localcluster.Options{BinDir: o.BinDir, CRDs: crds, Dir: o.Dir})
@@ -134,7 +147,7 @@ func Start(o Options) (*Env, error) {
 		if _, err := os.Stat(bin); err != nil {
 			return e, fmt.Errorf("%s is missing: run `make tools`", bin)
 		}
-		e.Autoscaler, err = e.Cluster.StartProcess("cluster-autoscaler", bin, autoscalerArgs(e.Cluster.Kubeconfig, o.ScaleDownUnneeded),
+		e.Autoscaler, err = e.Cluster.StartProcess("cluster-autoscaler", bin, autoscalerArgs(e.Cluster.Kubeconfig, o),
 			// The clusterapi provider reads OpenShift's Machine API, and
 			// gives nodes it builds from capacity annotations this arch
 			// (it logs an error without it).
@@ -149,27 +162,34 @@ func Start(o Options) (*Env, error) {
 // autoscalerArgs configure upstream's cluster-autoscaler for a laptop: its
 // clusterapi provider discovers the MachineSets of the namespace, and scans
 // and scales down in seconds rather than minutes.
-func autoscalerArgs(kubeconfig string, unneeded time.Duration) []string {
+func autoscalerArgs(kubeconfig string, o Options) []string {
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--cloud-provider=clusterapi",
 		"--node-group-auto-discovery=clusterapi:namespace=" + Namespace,
-		"--scan-interval=5s",
+		"--scan-interval=" + autoscalerScanInterval.String(),
 		"--scale-down-enabled=true",
-		"--scale-down-delay-after-add=" + unneeded.String(),
-		"--scale-down-unneeded-time=" + unneeded.String(),
+		"--scale-down-delay-after-add=" + o.ScaleDownDelayAfterAdd.String(),
+		"--scale-down-unneeded-time=" + o.ScaleDownUnneeded.String(),
 		"--scale-down-delay-after-delete=0s",
 		"--scale-down-delay-after-failure=10s",
 		"--max-node-provision-time=5m",
 		"--skip-nodes-with-local-storage=false",
 		"--skip-nodes-with-system-pods=false",
 		"--expander=least-waste",
-		// One node at a time: with several empty nodes of one MachineSet
-		// removed in one go, the last removal was seen never to finish.
-		"--max-scale-down-parallelism=1",
 		"--leader-elect=false",
 		"--v=2",
 	}
+}
+
+// ScaleDownWithin bounds how long the autoscaler may take to remove n nodes
+// once their pods are gone, given the delays it was started with: the wait
+// after the last scale-up and the unneeded time, then per node a scan or two
+// and the Machine's deletion (drain, server, Node), plus a minute of slack
+// for a loaded machine. Waiting for zero stops there: a bound, not a target.
+func (e *Env) ScaleDownWithin(n int) time.Duration {
+	perNode := 2*autoscalerScanInterval + 10*time.Second
+	return e.Options.ScaleDownDelayAfterAdd + e.Options.ScaleDownUnneeded + time.Duration(n)*perNode + time.Minute
 }
 
 // openShiftObjects creates what OpenShift would have: the Machine API

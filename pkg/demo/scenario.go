@@ -87,12 +87,19 @@ func (e *Env) ScaleWorkload(ctx context.Context, replicas int32) error {
 
 // State is what the demo shows and the e2e test checks.
 type State struct {
-	Replicas                 int32
+	Replicas                 int32          // the MachineSet's
 	Machines                 map[string]int // by phase
 	MachineCount             int
 	Servers, ServersRunning  int
 	Nodes, NodesReady        int
+	Workload                 int32 // the Deployment's replicas: pods wanted
 	PodsPending, PodsRunning int
+}
+
+// Zero is the end of the cycle: the MachineSet scaled to 0, and no Machine,
+// Node or server left.
+func (s State) Zero() bool {
+	return s.Replicas == 0 && s.MachineCount == 0 && s.Nodes == 0 && s.Servers == 0
 }
 
 // Observe reads the State.
@@ -135,6 +142,10 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 			}
 		}
 	}
+	var deploy appsv1.Deployment
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: WorkloadNamespace, Name: WorkloadName}, &deploy); err == nil && deploy.Spec.Replicas != nil {
+		st.Workload = *deploy.Spec.Replicas
+	}
 	var pods corev1.PodList
 	if err := e.Client.List(ctx, &pods, client.InNamespace(WorkloadNamespace), client.MatchingLabels{"app": WorkloadName}); err != nil {
 		return st, err
@@ -166,15 +177,45 @@ func (s State) String() string {
 		s.Replicas, machines, s.Servers, s.ServersRunning, s.NodesReady, s.Nodes, s.PodsRunning, s.PodsPending)
 }
 
-// Milestones records when the loop reached each step.
+// Milestones records when the cycle reached each phase, as the time since
+// the first Watch began; 0 is not (yet). Watch marks them all but
+// WorkloadGone, which the caller sets when it scales the workload to 0.
 type Milestones struct {
 	start                                            time.Time
 	FirstMachine, FirstServerRunning, FirstNodeReady time.Duration
-	AllPodsRunning, ScaleDownStarted, ZeroServers    time.Duration
+	AllPodsRunning                                   time.Duration
+	WorkloadGone                                     time.Duration
+	LastMachineGone, LastNodeGone, LastServerGone    time.Duration
 }
 
 // Elapsed is the time since the first Watch began.
 func (m *Milestones) Elapsed() time.Duration { return time.Since(m.start) }
+
+// String gives the phase times reached so far, e.g. "first Machine 9.3s,
+// first server running 12.3s, first Node Ready 14.4s, all pods Running
+// 19.4s, workload gone 19.5s, last server gone 68.1s (48.6s later)".
+func (m Milestones) String() string {
+	var parts []string
+	add := func(what string, d time.Duration) {
+		if d != 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", what, round(d)))
+		}
+	}
+	add("first Machine", m.FirstMachine)
+	add("first server running", m.FirstServerRunning)
+	add("first Node Ready", m.FirstNodeReady)
+	add("all pods Running", m.AllPodsRunning)
+	add("workload gone", m.WorkloadGone)
+	add("last Machine gone", m.LastMachineGone)
+	add("last Node gone", m.LastNodeGone)
+	add("last server gone", m.LastServerGone)
+	if m.WorkloadGone != 0 && m.LastServerGone != 0 {
+		parts[len(parts)-1] += fmt.Sprintf(" (%s later)", round(m.LastServerGone-m.WorkloadGone))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func round(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
 
 // Watch prints the State every interval via show and records milestones,
 // until until says the scenario step is done or ctx ends.
@@ -196,6 +237,12 @@ func (e *Env) Watch(ctx context.Context, m *Milestones, interval time.Duration, 
 		mark(&m.FirstMachine, st.MachineCount > 0)
 		mark(&m.FirstServerRunning, st.ServersRunning > 0)
 		mark(&m.FirstNodeReady, st.NodesReady > 0)
+		mark(&m.AllPodsRunning, st.Workload > 0 && int(st.Workload) == st.PodsRunning)
+		if m.WorkloadGone != 0 {
+			mark(&m.LastMachineGone, st.MachineCount == 0)
+			mark(&m.LastNodeGone, st.Nodes == 0)
+			mark(&m.LastServerGone, st.Servers == 0)
+		}
 		if show != nil {
 			show(el, st)
 		}

@@ -6,8 +6,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +17,34 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/pkg/demo"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
+
+// testLog is the running test's demo.log. controller-runtime's logger is
+// process-wide and can be set only once, so it writes here, and each test
+// points it at its own file.
+var testLog struct {
+	sync.Mutex
+	w io.Writer
+}
+
+func logToTest(prefix, args string) {
+	testLog.Lock()
+	defer testLog.Unlock()
+	if testLog.w != nil {
+		fmt.Fprintln(testLog.w, prefix, args)
+	}
+}
+
+func TestMain(m *testing.M) {
+	// Unset, it drops the logs of client-go's informers and prints a stack
+	// trace into the test output after 30 s.
+	ctrllog.SetLogger(funcr.New(logToTest, funcr.Options{Verbosity: 2}))
+	os.Exit(m.Run())
+}
 
 func start(t *testing.T, autoscaler bool) *demo.Env {
 	t.Helper()
@@ -38,12 +64,22 @@ func start(t *testing.T, autoscaler bool) *demo.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 2})
-	e, err := demo.Start(demo.Options{BinDir: bin, Dir: dir, BootTime: 3 * time.Second, RegisterDelay: 2 * time.Second, Autoscaler: autoscaler, Log: log})
+	testLog.Lock()
+	testLog.w = logFile
+	testLog.Unlock()
+	log := funcr.New(logToTest, funcr.Options{Verbosity: 2})
+	e, err := demo.Start(demo.Options{
+		BinDir: bin, Dir: dir, BootTime: 3 * time.Second, RegisterDelay: 2 * time.Second, Autoscaler: autoscaler, Log: log,
+		// Short, so that scaling down to zero is part of the test.
+		ScaleDownUnneeded: 10 * time.Second, ScaleDownDelayAfterAdd: 10 * time.Second,
+	})
 	t.Cleanup(func() {
 		if e != nil {
 			_ = e.Stop()
 		}
+		testLog.Lock()
+		testLog.w = nil
+		testLog.Unlock()
 		logFile.Close()
 		if t.Failed() {
 			t.Logf("logs are in %s", dir)

@@ -2,7 +2,9 @@
 // root Makefile (`make cluster-autoscaler`, part of `make tools`) from the
 // thin main package in this directory (see README.md for why upstream's own
 // main package cannot be built). Keep the version in sync with
-// CLUSTER_AUTOSCALER_VERSION in the Makefile.
+// CLUSTER_AUTOSCALER_VERSION in the Makefile. The Makefile builds against a
+// patched copy of the pinned module (patches/, see README.md) through a
+// generated copy of this go.mod with a replace; this file stays the plain pin.
 //
 // k8s.io/autoscaler is served only as pseudo-versions that are not in the
 // checksum database: go commands here need GONOSUMDB=k8s.io/autoscaler (the

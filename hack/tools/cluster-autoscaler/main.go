@@ -9,7 +9,9 @@
 // pinned version does, call by call, and leaves out the ProvisioningRequest
 // support (see README.md for exactly what is missing). The autoscaling loop,
 // the scheduling simulation, the expanders, the estimator and the cloud
-// providers are upstream's, unmodified.
+// providers are upstream's, unmodified but for patches/*.patch, which the
+// Makefile applies to a copy of the pinned module before building (one, so
+// that the Cluster API provider can scale a node group to zero).
 //
 // The Makefile builds it with -tags clusterapi, so the cloud provider builder
 // compiles in the Cluster API provider only (which is then the default
@@ -385,16 +387,20 @@ func buildAutoscaler(ctx context.Context, snapshotter debuggingsnapshot.Debuggin
 }
 
 // printVersion prints upstream's version constant and the module version
-// this binary was built from (the pin in go.mod).
+// this binary was built from (the pin in go.mod), and whether it was built
+// from the Makefile's patched copy of that version.
 func printVersion() {
 	const mod = "k8s.io/autoscaler/cluster-autoscaler"
-	modVersion := "unknown"
+	modVersion, patched := "unknown", ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, dep := range bi.Deps {
 			if dep.Path == mod {
 				modVersion = dep.Version
+				if dep.Replace != nil { // only the Makefile replaces it
+					patched = " with the patches of hack/tools/cluster-autoscaler/patches"
+				}
 			}
 		}
 	}
-	fmt.Printf("cluster-autoscaler %s (%s %s, without ProvisioningRequest support)\n", version.ClusterAutoscalerVersion, mod, modVersion)
+	fmt.Printf("cluster-autoscaler %s (%s %s%s, without ProvisioningRequest support)\n", version.ClusterAutoscalerVersion, mod, modVersion, patched)
 }
