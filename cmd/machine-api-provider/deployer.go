@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
-	"flag"
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -15,9 +17,11 @@ import (
 
 func deployerCommand() *cobra.Command {
 	var (
-		o          deployer.ManagerOptions
-		kubeconfig string
-		zapOpts    zap.Options
+		o              deployer.ManagerOptions
+		kubeconfig     string
+		zapOpts        zap.Options
+		credentialsEnv []string
+		providerEnv    []string
 	)
 	cmd := &cobra.Command{
 		Use:   "deployer",
@@ -33,6 +37,12 @@ controller, and kube-rbac-proxy sidecars for their metrics. It rolls the
 controllers when the images change (a cluster upgrade) and puts the
 Deployment back when it is deleted or edited.
 
+On OpenShift the machine controller gets the cluster-wide proxy (the status
+of proxies.config.openshift.io/cluster as HTTP_PROXY, HTTPS_PROXY, NO_PROXY)
+and the cluster's trusted CA bundle, which the network operator injects into
+the ConfigMap machine-api-provider-trusted-ca the deployer creates; a change
+of either rolls the controllers.
+
 Where the operator runs its own machine-api-controllers (a platform it
 supports), the deployer stands back and says so in the ConfigMap
 machine-api-provider-deployer-status and in an event.`,
@@ -41,15 +51,34 @@ machine-api-provider-deployer-status and in an event.`,
 
   # from a laptop
   machine-api-provider deployer --kubeconfig ~/.kube/config --leader-elect=false \
-    --provider-image ghcr.io/appuio/machine-api-provider:v0.1.0`,
+    --provider-image ghcr.io/appuio/machine-api-provider:v0.1.0
+
+  # on Exoscale
+  machine-api-provider deployer --provider-image "$PROVIDER_IMAGE" --cloud exoscale \
+    --credentials-secret exoscale-credentials \
+    --credentials-env EXOSCALE_API_KEY=api-key,EXOSCALE_API_SECRET=api-secret`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := zap.New(zap.UseFlagOptions(&zapOpts))
+			log := newLogger(&zapOpts)
 			ctrl.SetLogger(log)
 			klog.SetLogger(log)
 			o.Log = log
 			if o.ProviderImage == "" {
 				return errors.New("--provider-image (or $PROVIDER_IMAGE) is required: the image the machine-controller runs")
+			}
+			for _, kv := range credentialsEnv {
+				name, key, ok := strings.Cut(kv, "=")
+				if !ok || name == "" || key == "" {
+					return fmt.Errorf("--credentials-env %q: want ENV=key, e.g. EXOSCALE_API_KEY=api-key", kv)
+				}
+				o.CredentialsEnv = append(o.CredentialsEnv, deployer.CredentialEnv{Name: name, Key: key})
+			}
+			for _, kv := range providerEnv {
+				name, value, ok := strings.Cut(kv, "=")
+				if !ok || name == "" {
+					return fmt.Errorf("--provider-env %q: want NAME=value", kv)
+				}
+				o.ProviderEnv = append(o.ProviderEnv, corev1.EnvVar{Name: name, Value: value})
 			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
@@ -68,6 +97,10 @@ machine-api-provider-deployer-status and in an event.`,
 	f.StringVar(&o.Namespace, "namespace", deployer.DefaultNamespace, "namespace of the machine-api-operator's images ConfigMap and of the Deployment")
 	f.StringVar(&o.ProviderImage, "provider-image", os.Getenv("PROVIDER_IMAGE"), "image of this provider, run as the machine-controller (default $PROVIDER_IMAGE)")
 	f.StringVar(&o.TokenSecret, "token-secret", "cloudscale-token", "secret whose key \"token\" is the provider's default cloudscale.ch API token (optional: Machines may name their own)")
+	f.StringVar(&o.TokenSecret, "credentials-secret", "cloudscale-token", "the same as --token-secret: the secret holding the provider's default credentials, its keys mapped by --credentials-env")
+	f.StringVar(&o.Cloud, "cloud", "", "the cloud the provider's manager runs for, as its --cloud (default: the manager's, cloudscale)")
+	f.StringSliceVar(&credentialsEnv, "credentials-env", nil, "ENV=key: the credentials secret's key handed to the provider as ENV (default CLOUDSCALE_API_TOKEN=token; Exoscale: EXOSCALE_API_KEY=api-key,EXOSCALE_API_SECRET=api-secret)")
+	f.StringSliceVar(&providerEnv, "provider-env", nil, "NAME=value: further environment of the provider, e.g. EXOSCALE_API_ENDPOINT=https://...")
 	f.StringVar(&o.ServiceAccount, "service-account", "machine-api-controllers", "service account of the controllers")
 	f.StringVar(&o.CloudscaleAPIURL, "cloudscale-api-url", "", "cloudscale.ch API base URL handed to the provider (default: the real API)")
 	f.BoolVar(&o.WithoutMachineHealthCheck, "without-machine-healthcheck", false, "leave out the machine-healthcheck controller")
@@ -75,8 +108,6 @@ machine-api-provider-deployer-status and in an event.`,
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9441", "address of /healthz and /readyz")
 	f.BoolVar(&o.LeaderElection, "leader-elect", true, "take part in leader election, so only one replica acts")
 	f.StringVar(&o.LeaderElectionID, "leader-election-id", "", "name of the leader election lease in --namespace (default: machine-api-provider-deployer)")
-	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
-	zapOpts.BindFlags(logFlags)
-	f.AddGoFlagSet(logFlags)
+	bindLogFlags(f, &zapOpts)
 	return cmd
 }

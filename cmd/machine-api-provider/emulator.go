@@ -18,6 +18,7 @@ func emulatorCommand() *cobra.Command {
 		Short: "Run an emulated cloud API that the official SDKs talk to",
 	}
 	cmd.AddCommand(cloudscaleEmulatorCommand())
+	cmd.AddCommand(exoscaleEmulatorCommand())
 	return cmd
 }
 

@@ -11,9 +11,14 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/appuio/machine-api-provider/pkg/userdata"
 )
 
 func main() {
+	// Started as the user data sandbox, the binary evaluates one template
+	// and exits here (pkg/userdata).
+	userdata.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := &cobra.Command{

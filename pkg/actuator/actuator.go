@@ -16,6 +16,7 @@ import (
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
+	"github.com/appuio/machine-api-provider/pkg/userdata"
 )
 
 // ClusterIDLabel names the cluster a Machine belongs to; its servers are
@@ -40,6 +41,9 @@ type Options struct {
 	// a Machine's deletion removes it (younger ones may be about to
 	// receive a server of another process). Default 1 minute.
 	GroupMinAge time.Duration
+	// UserData renders user data, templates in its sandbox with its
+	// limits. Default userdata.Default.
+	UserData *userdata.Renderer
 }
 
 // Actuator creates, finds, updates and deletes the servers of Machines.
@@ -51,6 +55,7 @@ type Actuator struct {
 	recorder record.EventRecorder
 	log      logr.Logger
 	o        Options
+	userData *userdata.Renderer
 	now      func() time.Time
 
 	// seen keeps the server Exists found for the Update that follows it in
@@ -94,9 +99,13 @@ func New(c client.Client, accounts *cloud.Accounts, recorder record.EventRecorde
 	if secrets == nil {
 		secrets = c
 	}
+	userData := o.UserData
+	if userData == nil {
+		userData = userdata.Default
+	}
 	return &Actuator{
 		client: c, secrets: secrets, cloud: accounts.Cloud(), accounts: accounts,
-		recorder: recorder, log: log, o: o, now: time.Now,
+		recorder: recorder, log: log, o: o, userData: userData, now: time.Now,
 	}
 }
 
@@ -240,6 +249,16 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
 	servers, err := s.allServers(ctx)
 	if err != nil {
 		return a.fail(m, "FailedDelete", err)
+	}
+	// The direct lookup speaks: a server the shared view still shows but
+	// that is gone (deleted out of band) must not keep the Machine waiting
+	// for the view's next refresh.
+	if shown, err := s.view.Machine(ctx, s.ref.Name); err == nil {
+		for _, v := range shown {
+			if !has(servers, v.ID) {
+				s.view.Deleted(v.ID)
+			}
+		}
 	}
 	for i := range servers {
 		if err := s.client.DeleteServer(ctx, s.ref, &servers[i]); err != nil {

@@ -114,7 +114,8 @@ func checkHostname(machine, serverName string) error {
 // server finds the Machine's server in the account's view: the one the
 // Machine records, else the one carrying its identity. nil without error
 // means there is none. A recorded server the view does not show is looked
-// up directly before it is taken to be gone. Several servers are resolved
+// up directly before it is taken to be gone, unless the provider deleted it
+// itself (the existence check after a Delete). Several servers are resolved
 // (duplicates.go): the Machine keeps one.
 func (s *scope) server(ctx context.Context) (*cloud.Server, error) {
 	servers, err := s.view.Machine(ctx, s.ref.Name)
@@ -122,7 +123,7 @@ func (s *scope) server(ctx context.Context) (*cloud.Server, error) {
 		return nil, err
 	}
 	recorded := s.a.recordedID(s.machine)
-	if recorded != "" && !has(servers, recorded) {
+	if recorded != "" && !has(servers, recorded) && !s.view.WasDeleted(recorded) {
 		srv, err := s.client.GetServer(ctx, recorded)
 		switch {
 		case cloud.IsNotFound(err):

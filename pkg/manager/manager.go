@@ -56,6 +56,9 @@ type Options struct {
 	LeaderElectionID       string
 	// LeaderElectionNamespace defaults to Namespace.
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
+	// election; zero takes controller-runtime's (15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	Log logr.Logger
 
@@ -153,6 +156,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.LeaderElectionID,
+		LeaseDuration:           durationOrNil(o.LeaseDuration),
+		RenewDeadline:           durationOrNil(o.RenewDeadline),
+		RetryPeriod:             durationOrNil(o.RetryPeriod),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		Logger:                  o.Log,
 		Controller:              config.Controller{SkipNameValidation: &o.AllowManyPerProcess},
@@ -195,6 +201,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	actOpts := o.Actuator
 	actOpts.SecretReader = mgr.GetAPIReader()
 	actOpts.Orphans = registry
+	if o.UserDataRenderer != nil {
+		actOpts.UserData = o.UserDataRenderer
+	}
 	act := actuator.New(mgr.GetClient(), accounts, mgr.GetEventRecorderFor(o.Cloud.Name()+"-actuator"), o.Log.WithName("actuator"), actOpts)
 	janOpts := o.Janitor
 	janOpts.Log = o.Log.WithName("janitor")
@@ -226,6 +235,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+func durationOrNil(d time.Duration) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return &d
 }
 
 // FeatureGate is the gate the machine-api-operator's controllers consult;

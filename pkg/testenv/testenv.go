@@ -46,16 +46,31 @@ func WithMachineAPI(t testing.TB) Option {
 // openshift/api module version in go.mod, from the module cache.
 func MachineAPICRDs(t testing.TB) []string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
-	if err != nil {
-		t.Fatalf("testenv: locating the openshift/api module: %v", err)
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "machine", "v1beta1", "zz_generated.crd-manifests")
+	dir := filepath.Join(openShiftAPIDir(t), "machine", "v1beta1", "zz_generated.crd-manifests")
 	return []string{
 		filepath.Join(dir, "0000_10_machine-api_01_machines-Default.crd.yaml"),
 		filepath.Join(dir, "0000_10_machine-api_01_machinesets-Default.crd.yaml"),
 		filepath.Join(dir, "0000_10_machine-api_01_machinehealthchecks.crd.yaml"),
 	}
+}
+
+// ProxyCRD returns the config.openshift.io Proxy CRD manifest (the
+// cluster-wide proxy, proxies.config.openshift.io/cluster) of the
+// openshift/api module version in go.mod, from the module cache.
+func ProxyCRD(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(openShiftAPIDir(t), "config", "v1", "zz_generated.crd-manifests", "0000_03_config-operator_01_proxies.crd.yaml")
+}
+
+// openShiftAPIDir is the openshift/api module's directory in the module
+// cache.
+func openShiftAPIDir(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
+	if err != nil {
+		t.Fatalf("testenv: locating the openshift/api module: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // Start starts etcd and kube-apiserver from the assets directory and returns

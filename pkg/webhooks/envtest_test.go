@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -152,7 +154,8 @@ func (c *countingTransport) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 type env struct {
-	c client.Client
+	c   client.Client
+	cfg *rest.Config
 }
 
 // startWebhooks starts a kube-apiserver with the Machine API CRDs and the
@@ -219,7 +222,7 @@ func startWebhooks(t *testing.T) *env {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return &env{c: c}
+	return &env{c: c, cfg: cfg}
 }
 
 func validSpec() map[string]any {
@@ -319,6 +322,12 @@ var invalids = []invalid{
 		field: ".userDataSecret.name", want: "Required value: the name of the secret holding the user data"},
 	{name: "flavor a list", mutate: func(s map[string]any, _ map[string]string) { s["flavor"] = []any{"flex-8-4"} },
 		field: "", want: `Invalid value: "(raw JSON)": cannot decode field "flavor": got JSON array, want string`},
+	{name: "root volume too large", mutate: func(s map[string]any, _ map[string]string) { s["rootVolumeSizeGB"] = 10001 },
+		field: ".rootVolumeSizeGB", want: "Invalid value: 10001: must be at most 10000"},
+	{name: "tag value with a line break", mutate: func(s map[string]any, _ map[string]string) { s["tags"] = map[string]any{"team": "a\nb"} },
+		field: ".tags[team]", want: `Invalid value: "a\nb": tag values must not hold control characters`},
+	{name: "flavor too long", mutate: func(s map[string]any, _ map[string]string) { s["flavor"] = strings.Repeat("f", 65) },
+		field: ".flavor", want: "Too long: may not be more than 64 bytes"},
 	{name: "missing cluster label", mutate: func(_ map[string]any, l map[string]string) { delete(l, actuator.ClusterIDLabel) },
 		label: true, field: "[machine.openshift.io/cluster-api-cluster]", want: "Required value: the cluster's infrastructure name, which tags the Machine's server"},
 }
@@ -519,6 +528,38 @@ func TestWebhooks(t *testing.T) {
 		}
 	})
 
+	t.Run("unknown fields are warned about", func(t *testing.T) {
+		warnings := &warningCollector{}
+		cfg := rest.CopyConfig(e.cfg)
+		cfg.WarningHandler = warnings
+		c, err := client.New(cfg, client.Options{Scheme: e.c.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := validSpec()
+		spec["flavour"] = "plus-32-8"
+		spec["baseDomian"] = "c1.example.com"
+		for i, k := range kinds {
+			warnings.reset()
+			if err := c.Create(ctx, k.object(fmt.Sprintf("misspelt-%d", i), spec, defaultLabels())); err != nil {
+				t.Fatalf("%s refused: %v", k.kind, err)
+			}
+			got := warnings.get()
+			for _, f := range []string{"flavour", "baseDomian"} {
+				if !containsWarning(got, k.specPath+"."+f+": unknown field") {
+					t.Errorf("%s: no warning names %s: %q", k.kind, f, got)
+				}
+			}
+		}
+	})
+
+	t.Run("names that cannot be hostnames are refused", func(t *testing.T) {
+		refused(t, e.c.Create(ctx, machine("c1.worker.a1b2c", validSpec(), defaultLabels())), kinds[0].webhook,
+			"metadata.name", `Invalid value: "c1.worker.a1b2c": a Machine's name is its server's hostname`)
+		refused(t, e.c.Create(ctx, machineSet("c1.worker", validSpec(), defaultLabels())), kinds[1].webhook,
+			"metadata.name", `Invalid value: "c1.worker": the Machines named from it`)
+	})
+
 	t.Run("updates are validated too", func(t *testing.T) {
 		m := machine("updated", validSpec(), defaultLabels())
 		if err := e.c.Create(ctx, m); err != nil {
@@ -552,4 +593,28 @@ func TestWebhooks(t *testing.T) {
 			t.Fatalf("flavor change refused: %v", err)
 		}
 	})
+}
+
+// warningCollector keeps the warnings the API server passes on.
+type warningCollector struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningCollector) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+func (w *warningCollector) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = nil
+}
+
+func (w *warningCollector) get() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.warnings...)
 }

@@ -84,6 +84,11 @@ type Resource struct {
 type object struct {
 	name     string
 	deleting bool
+	// machineName is the name of the Machine, or for a MachineSet (or a
+	// generateName) one name of the Machines it makes; namePath is the
+	// field it comes from.
+	machineName string
+	namePath    *field.Path
 	// labels of the Machine: a MachineSet's are those of its template.
 	labels       map[string]string
 	providerSpec machinev1.ProviderSpec
@@ -101,7 +106,12 @@ var (
 			if err := json.Unmarshal(raw, &m); err != nil {
 				return object{}, fmt.Errorf("decoding the Machine: %w", err)
 			}
-			return object{name: nameOf(m.ObjectMeta), deleting: m.DeletionTimestamp != nil, labels: m.Labels, providerSpec: m.Spec.ProviderSpec}, nil
+			o := object{name: nameOf(m.ObjectMeta), deleting: m.DeletionTimestamp != nil, labels: m.Labels, providerSpec: m.Spec.ProviderSpec}
+			o.machineName, o.namePath = m.Name, field.NewPath("metadata", "name")
+			if m.Name == "" {
+				o.machineName, o.namePath = generatedName(m.GenerateName), field.NewPath("metadata", "generateName")
+			}
+			return o, nil
 		},
 	}
 	// MachineSets carry it in their Machine template, at
@@ -117,7 +127,15 @@ var (
 				return object{}, fmt.Errorf("decoding the MachineSet: %w", err)
 			}
 			t := ms.Spec.Template
-			return object{name: nameOf(ms.ObjectMeta), deleting: ms.DeletionTimestamp != nil, labels: t.Labels, providerSpec: t.Spec.ProviderSpec}, nil
+			o := object{name: nameOf(ms.ObjectMeta), deleting: ms.DeletionTimestamp != nil, labels: t.Labels, providerSpec: t.Spec.ProviderSpec}
+			// The MachineSet controller names its Machines <machineset>-<random>.
+			o.namePath = field.NewPath("metadata", "name")
+			msName := ms.Name
+			if msName == "" {
+				msName, o.namePath = generatedName(ms.GenerateName), field.NewPath("metadata", "generateName")
+			}
+			o.machineName = generatedName(msName + "-")
+			return o, nil
 		},
 	}
 )
@@ -187,32 +205,36 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	if obj.deleting {
 		return admission.Allowed("being deleted")
 	}
-	errs := v.validate(obj)
+	errs, spec := v.validate(obj)
+	warnings := unknownFieldWarnings(v.cloud, obj.providerSpec, spec, v.res.specPath)
 	if len(errs) == 0 {
-		return admission.Allowed("")
+		return admission.Allowed("").WithWarnings(warnings...)
 	}
 	if req.Operation == admissionv1.Update {
 		if old, err := v.res.decode(req.OldObject.Raw); err == nil && sameSpec(old, obj) {
-			warnings := make([]string, len(errs))
-			for i, e := range errs {
-				warnings[i] = e.Error()
+			for _, e := range errs {
+				warnings = append(warnings, e.Error())
 			}
 			return admission.Allowed("the provider spec was invalid before and is unchanged").WithWarnings(warnings...)
 		}
 	}
 	status := apierrors.NewInvalid(v.res.groupKind, obj.name, errs).Status()
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+	resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+	return resp.WithWarnings(warnings...)
 }
 
 // validate reports what the actuator would fail the Machine for before
-// asking the cloud anything: the cluster label, then the provider spec.
-func (v *Validator) validate(obj object) field.ErrorList {
+// asking the cloud anything: the cluster label, the provider spec, then
+// whether the Machine's name can be its server's hostname. It returns the
+// parsed spec too, nil when invalid.
+func (v *Validator) validate(obj object) (field.ErrorList, cloud.Spec) {
 	var errs field.ErrorList
 	if obj.labels[actuator.ClusterIDLabel] == "" {
 		errs = append(errs, field.Required(v.res.labelsPath.Key(actuator.ClusterIDLabel), clusterIDDetail))
 	}
-	_, specErrs := v.cloud.ParseSpec(obj.providerSpec, v.res.specPath)
-	return append(errs, specErrs...)
+	spec, specErrs := v.cloud.ParseSpec(obj.providerSpec, v.res.specPath)
+	errs = append(errs, specErrs...)
+	return append(errs, hostnameErrors(obj, spec)...), spec
 }
 
 // sameSpec says whether an update leaves what validate looks at unchanged.

@@ -25,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
@@ -93,23 +94,24 @@ func captureLogs(t *testing.T) *logs {
 	return l
 }
 
-// setup starts a control plane and applies config/default to it for real;
-// c is an admin client. The API server writes an audit log (see audit).
-func setup(t *testing.T) (*rest.Config, client.Client, *audit) {
+// setup starts a control plane (with opts) and applies config/default to
+// it for real; c is an admin client. The API server writes an audit log
+// (see audit).
+func setup(t *testing.T, opts ...testenv.Option) (*rest.Config, client.Client, *audit) {
 	t.Helper()
 	a := &audit{path: filepath.Join(t.TempDir(), "audit.log")}
 	policy := filepath.Join(t.TempDir(), "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := testenv.Start(t, func(env *envtest.Environment) {
+	cfg, _ := testenv.Start(t, append([]testenv.Option{func(env *envtest.Environment) {
 		args := env.ControlPlane.GetAPIServer().Configure()
 		// OpenShift's kube-apiserver enforces owner references: setting
 		// blockOwnerDeletion needs the owner's finalizers subresource.
 		args.Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 		args.Set("audit-policy-file", policy)
 		args.Set("audit-log-path", a.path)
-	})
+	}}, opts...)...)
 	scheme, err := manager.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -281,14 +283,29 @@ func assertNoForbidden(t *testing.T, l *logs) {
 	}
 }
 
-// TestDeployerWithItsRBAC runs the deployer as machine-api-provider-deployer:
-// it applies the controllers' Deployment, reports in its status ConfigMap
-// and with events, holds its lease, and deletes the Deployment again when
-// the machine-api-operator runs its own.
+// TestDeployerWithItsRBAC runs the deployer as machine-api-provider-deployer,
+// on an API server that serves the cluster-wide Proxy as OpenShift does: it
+// applies the controllers' Deployment with the Proxy's settings, applies
+// the trusted CA ConfigMap and rolls the Deployment for an injected bundle,
+// reports in its status ConfigMap and with events, holds its lease, and
+// deletes the Deployment again when the machine-api-operator runs its own.
 func TestDeployerWithItsRBAC(t *testing.T) {
-	cfg, c, a := setup(t)
+	cfg, c, a := setup(t, testenv.WithCRDs(testenv.ProxyCRD(t)))
 	l := captureLogs(t)
 	ctx := context.Background()
+
+	proxy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "config.openshift.io/v1", "kind": "Proxy",
+		"metadata": map[string]any{"name": "cluster"},
+		"spec":     map[string]any{"httpsProxy": "http://proxy.example:3128"},
+	}}
+	if err := c.Create(ctx, proxy); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Object["status"] = map[string]any{"httpsProxy": "http://proxy.example:3128", "noProxy": ".cluster.local,.svc"}
+	if err := c.Status().Update(ctx, proxy); err != nil {
+		t.Fatal(err)
+	}
 
 	images := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: deployer.ImagesConfigMap, Namespace: Namespace},
@@ -333,6 +350,30 @@ func TestDeployerWithItsRBAC(t *testing.T) {
 	if sa := d.Spec.Template.Spec.ServiceAccountName; sa != ControllersSA {
 		t.Errorf("the controllers run as %q, want %s", sa, ControllersSA)
 	}
+	if !slices.ContainsFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool {
+		return c.Name == deployer.MachineContainer && slices.Contains(c.Env, corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"})
+	}) {
+		t.Errorf("the machine-controller does not get the cluster-wide proxy")
+	}
+
+	// The network operator injects the trust bundle into the deployer's
+	// ConfigMap: the Deployment rolls.
+	var ca corev1.ConfigMap
+	eventually(t, 30*time.Second, "the trusted CA ConfigMap", func() (bool, error) {
+		err := c.Get(ctx, key(deployer.TrustedCAConfigMap), &ca)
+		return err == nil && ca.Labels[deployer.InjectTrustedCABundleLabel] == "true", err
+	})
+	ca.Data = map[string]string{deployer.TrustedCAKey: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
+	if err := c.Update(ctx, &ca); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the Deployment rolled for the bundle", func() (bool, error) {
+		if err := c.Get(ctx, key(deployer.DeploymentName), &d); err != nil {
+			return false, err
+		}
+		h := d.Spec.Template.Annotations[deployer.TrustedCAHashAnnotation]
+		return h == deployer.HashTrustedCA(ca.Data[deployer.TrustedCAKey]), fmt.Errorf("hash %q", h)
+	})
 
 	// The operator starts its own controllers: the deployer steps back.
 	labels := map[string]string{"k8s-app": "controller"}

@@ -5,6 +5,10 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -25,64 +29,168 @@ const (
 	maxTagValueLength   = 255
 )
 
+// Bounds of the provider spec. Every string and list is bounded, so that a
+// spec cannot make the provider send the cloud (or write into a status or an
+// event) more than either takes.
+const (
+	// MaxRootVolumeSizeGB bounds rootVolumeSizeGB. cloudscale.ch publishes
+	// no maximum for an SSD volume that we could find; 10 TB is far beyond
+	// any root disk and catches a stray digit or a size given in MB.
+	MaxRootVolumeSizeGB = 10000
+	// MaxUserDataBytes bounds the rendered user data. cloudscale.ch hands
+	// user data to OpenStack Nova, whose API takes at most 65535 base64
+	// characters of it: 49149 bytes.
+	MaxUserDataBytes = 65535 / 4 * 3
+
+	maxZoneLength      = 16
+	maxFlavorLength    = 64
+	maxImageLength     = 255
+	maxAPIVersion      = 253
+	maxSSHKeyLength    = 16 << 10
+	maxSSHKeys         = 100
+	maxTags            = 64
+	maxInterfaces      = 16
+	maxAddresses       = 16
+	maxServerGroups    = 16
+	maxHostnameLength  = 253
+	maxIPAddressLength = 64
+)
+
 // Validate reports everything wrong with a defaulted spec, each error naming
 // its field under path (SpecPath for a Machine).
 func (s *CloudscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	if len(s.APIVersion) > maxAPIVersion {
+		errs = append(errs, field.TooLong(path.Child("apiVersion"), "", maxAPIVersion))
+	}
 	if s.Kind != "" && s.Kind != SpecKind {
-		errs = append(errs, field.Invalid(path.Child("kind"), s.Kind, "must be "+SpecKind))
+		errs = append(errs, field.Invalid(path.Child("kind"), truncate(s.Kind), "must be "+SpecKind))
 	}
 	switch {
 	case s.Zone == "":
 		errs = append(errs, field.Required(path.Child("zone"), "the zone to run the server in, e.g. rma1 or lpg1"))
+	case len(s.Zone) > maxZoneLength:
+		errs = append(errs, field.TooLong(path.Child("zone"), "", maxZoneLength))
 	case !zonePattern.MatchString(s.Zone):
-		errs = append(errs, field.Invalid(path.Child("zone"), s.Zone, "must be a zone slug such as rma1 or lpg1"))
+		errs = append(errs, field.Invalid(path.Child("zone"), truncate(s.Zone), "must be a zone slug such as rma1 or lpg1"))
 	}
-	if s.Flavor == "" {
-		errs = append(errs, field.Required(path.Child("flavor"), "the server flavor, e.g. flex-16-4"))
-	}
-	if s.Image == "" {
-		errs = append(errs, field.Required(path.Child("image"), "a public image slug, custom:<slug> or a custom image UUID"))
-	}
-	if s.RootVolumeSizeGB < minRootVolumeSizeGB {
+	errs = append(errs, validateSlug(path.Child("flavor"), s.Flavor, maxFlavorLength, "the server flavor, e.g. flex-16-4")...)
+	errs = append(errs, validateSlug(path.Child("image"), s.Image, maxImageLength, "a public image slug, custom:<slug> or a custom image UUID")...)
+	switch {
+	case s.RootVolumeSizeGB < minRootVolumeSizeGB:
 		errs = append(errs, field.Invalid(path.Child("rootVolumeSizeGB"), s.RootVolumeSizeGB, fmt.Sprintf("must be at least %d", minRootVolumeSizeGB)))
+	case s.RootVolumeSizeGB > MaxRootVolumeSizeGB:
+		errs = append(errs, field.Invalid(path.Child("rootVolumeSizeGB"), s.RootVolumeSizeGB, fmt.Sprintf("must be at most %d", MaxRootVolumeSizeGB)))
 	}
 	errs = append(errs, validateTags(path.Child("tags"), s.Tags)...)
 	errs = append(errs, validateTags(path.Child("rootVolumeTags"), s.RootVolumeTags)...)
+	if len(s.SSHKeys) > maxSSHKeys {
+		errs = append(errs, field.TooMany(path.Child("sshKeys"), len(s.SSHKeys), maxSSHKeys))
+	}
 	for i, k := range s.SSHKeys {
-		if k == "" {
-			errs = append(errs, field.Invalid(path.Child("sshKeys").Index(i), k, "must be a public key, not empty"))
+		p := path.Child("sshKeys").Index(i)
+		switch {
+		case k == "":
+			errs = append(errs, field.Invalid(p, k, "must be a public key, not empty"))
+		case len(k) > maxSSHKeyLength:
+			errs = append(errs, field.TooLong(p, "", maxSSHKeyLength))
+		case !printable(k):
+			// A line break would add a line to authorized_keys.
+			errs = append(errs, field.Invalid(p, "(withheld)", "must be one line of printable characters"))
 		}
+	}
+	if len(s.Interfaces) > maxInterfaces {
+		errs = append(errs, field.TooMany(path.Child("interfaces"), len(s.Interfaces), maxInterfaces))
 	}
 	for i := range s.Interfaces {
 		errs = append(errs, s.Interfaces[i].validate(path.Child("interfaces").Index(i))...)
 	}
+	if len(s.ServerGroups) > maxServerGroups {
+		errs = append(errs, field.TooMany(path.Child("serverGroups"), len(s.ServerGroups), maxServerGroups))
+	}
 	for i, g := range s.ServerGroups {
 		if !uuidPattern.MatchString(g) {
-			errs = append(errs, field.Invalid(path.Child("serverGroups").Index(i), g, "must be a server group UUID"))
+			errs = append(errs, field.Invalid(path.Child("serverGroups").Index(i), truncate(g), "must be a server group UUID"))
 		}
 	}
 	if s.AntiAffinityKey != "" {
 		for _, msg := range validation.IsDNS1123Label(s.AntiAffinityKey) {
-			errs = append(errs, field.Invalid(path.Child("antiAffinityKey"), s.AntiAffinityKey, msg))
+			errs = append(errs, field.Invalid(path.Child("antiAffinityKey"), truncate(s.AntiAffinityKey), msg))
 		}
 	}
 	if s.BaseDomain != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(s.BaseDomain) {
-			errs = append(errs, field.Invalid(path.Child("baseDomain"), s.BaseDomain, msg))
+			errs = append(errs, field.Invalid(path.Child("baseDomain"), truncate(s.BaseDomain), msg))
 		}
 	}
-	if s.UserDataSecret != nil && s.UserDataSecret.Name == "" {
-		errs = append(errs, field.Required(path.Child("userDataSecret", "name"), "the name of the secret holding the user data"))
+	if s.UserDataSecret != nil {
+		errs = append(errs, validateSecretName(path.Child("userDataSecret", "name"), s.UserDataSecret.Name, "the name of the secret holding the user data")...)
 	}
-	if s.TokenSecret != nil && s.TokenSecret.Name == "" {
-		errs = append(errs, field.Required(path.Child("tokenSecret", "name"), "the name of the secret holding the API token"))
+	if s.TokenSecret != nil {
+		errs = append(errs, validateSecretName(path.Child("tokenSecret", "name"), s.TokenSecret.Name, "the name of the secret holding the API token")...)
 	}
 	return errs
 }
 
+// validateSlug checks a required name of something the cloud has (a flavor,
+// an image): present, bounded, and one line of printable characters.
+func validateSlug(path *field.Path, v string, maxLen int, what string) field.ErrorList {
+	switch {
+	case v == "":
+		return field.ErrorList{field.Required(path, what)}
+	case len(v) > maxLen:
+		return field.ErrorList{field.TooLong(path, "", maxLen)}
+	case !printable(v) || strings.ContainsRune(v, ' '):
+		return field.ErrorList{field.Invalid(path, truncate(v), "must be a slug or UUID, without spaces or control characters")}
+	}
+	return nil
+}
+
+func validateSecretName(path *field.Path, name, what string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, what)}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(path, truncate(name), msg))
+	}
+	return errs
+}
+
+// printable says whether s is valid UTF-8 without control characters (line
+// breaks, tabs, escapes, NUL): what a tag, a key or a name may hold.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
+}
+
+// maxQuoted bounds how much of a rejected value an error repeats, so that
+// errors (which end up in a Machine's status and events) stay small.
+const maxQuoted = 100
+
+func truncate(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
 func validateTags(path *field.Path, tags map[string]string) field.ErrorList {
 	var errs field.ErrorList
+	if len(tags) > maxTags {
+		return field.ErrorList{field.TooMany(path, len(tags), maxTags)}
+	}
 	keys := make([]string, 0, len(tags))
 	for k := range tags {
 		keys = append(keys, k)
@@ -93,9 +201,14 @@ func validateTags(path *field.Path, tags map[string]string) field.ErrorList {
 		case slices.Contains(ReservedTags, k):
 			errs = append(errs, field.Forbidden(path.Key(k), "this tag identifies the provider's servers and is set by the provider"))
 		case k == "" || len(k) > maxTagKeyLength:
-			errs = append(errs, field.Invalid(path.Key(k), k, fmt.Sprintf("tag keys must be 1 to %d characters", maxTagKeyLength)))
+			errs = append(errs, field.Invalid(path.Key(truncate(k)), truncate(k), fmt.Sprintf("tag keys must be 1 to %d characters", maxTagKeyLength)))
+		case !printable(k):
+			// Quoted, so that the path stays on one line.
+			errs = append(errs, field.Invalid(path.Key(strconv.Quote(k)), k, "tag keys must not hold control characters"))
 		case len(tags[k]) > maxTagValueLength:
-			errs = append(errs, field.TooLong(path.Key(k), tags[k], maxTagValueLength))
+			errs = append(errs, field.TooLong(path.Key(k), "", maxTagValueLength))
+		case !printable(tags[k]):
+			errs = append(errs, field.Invalid(path.Key(k), truncate(tags[k]), "tag values must not hold control characters"))
 		}
 	}
 	return errs
@@ -116,26 +229,38 @@ func (in *Interface) validate(path *field.Path) field.ErrorList {
 	case "":
 		return append(errs, field.Required(path.Child("type"), "Public or Private"))
 	default:
-		return append(errs, field.NotSupported(path.Child("type"), in.Type, []InterfaceType{InterfaceTypePublic, InterfaceTypePrivate}))
+		return append(errs, field.NotSupported(path.Child("type"), InterfaceType(truncate(string(in.Type))), []InterfaceType{InterfaceTypePublic, InterfaceTypePrivate}))
 	}
 	if in.NetworkUUID == "" && len(in.Addresses) == 0 {
 		errs = append(errs, field.Required(path.Child("networkUUID"), "a Private interface needs a networkUUID or addresses with a subnetUUID"))
 	}
 	if in.NetworkUUID != "" && !uuidPattern.MatchString(in.NetworkUUID) {
-		errs = append(errs, field.Invalid(path.Child("networkUUID"), in.NetworkUUID, "must be a network UUID"))
+		errs = append(errs, field.Invalid(path.Child("networkUUID"), truncate(in.NetworkUUID), "must be a network UUID"))
+	}
+	if len(in.Addresses) > maxAddresses {
+		return append(errs, field.TooMany(path.Child("addresses"), len(in.Addresses), maxAddresses))
 	}
 	for i, a := range in.Addresses {
 		p := path.Child("addresses").Index(i)
 		if a.SubnetUUID == "" {
 			errs = append(errs, field.Required(p.Child("subnetUUID"), "the subnet the address belongs to"))
 		} else if !uuidPattern.MatchString(a.SubnetUUID) {
-			errs = append(errs, field.Invalid(p.Child("subnetUUID"), a.SubnetUUID, "must be a subnet UUID"))
+			errs = append(errs, field.Invalid(p.Child("subnetUUID"), truncate(a.SubnetUUID), "must be a subnet UUID"))
 		}
 		if a.Address != "" {
-			if _, err := netip.ParseAddr(a.Address); err != nil {
-				errs = append(errs, field.Invalid(p.Child("address"), a.Address, "must be an IP address"))
+			if _, err := netip.ParseAddr(a.Address); err != nil || len(a.Address) > maxIPAddressLength {
+				errs = append(errs, field.Invalid(p.Child("address"), truncate(a.Address), "must be an IP address"))
 			}
 		}
 	}
 	return errs
+}
+
+// ValidateUserDataSize refuses rendered user data larger than cloudscale.ch
+// takes, so the Machine fails with a clear message before the cloud is asked.
+func ValidateUserDataSize(userData []byte) error {
+	if len(userData) > MaxUserDataBytes {
+		return fmt.Errorf("the user data is %d bytes, more than the %d cloudscale.ch takes", len(userData), MaxUserDataBytes)
+	}
+	return nil
 }

@@ -85,9 +85,9 @@ func (c *Client) checkNetwork(ctx context.Context, zone, id, field string) error
 	return nil
 }
 
-// findCached looks for an item in a cached list, listing again once when it
-// is not there.
-func findCached[T any](ctx context.Context, l *cachedList[T], c *Client, op string, match func(T) bool, list func(ctx context.Context) ([]T, error)) (T, bool, error) {
+// findCached looks for an item in a cached catalog, listing again once when
+// it is not there.
+func findCached[T any](ctx context.Context, l *cloud.Catalog[T], c *Client, op string, match func(T) bool, list func(ctx context.Context) ([]T, error)) (T, bool, error) {
 	fetch := func(ctx context.Context) (out []T, err error) {
 		err = c.call(ctx, op, func(ctx context.Context) (err error) {
 			out, err = list(ctx)
@@ -96,17 +96,9 @@ func findCached[T any](ctx context.Context, l *cachedList[T], c *Client, op stri
 		return out, err
 	}
 	var zero T
-	for attempt := 0; attempt < 2; attempt++ {
-		items, err := l.get(ctx, c.now(), catalogTTL, fetch)
-		if err != nil {
-			return zero, false, err
-		}
-		if i := slices.IndexFunc(items, match); i >= 0 {
-			return items[i], true, nil
-		}
-		if attempt == 0 {
-			l.invalidate()
-		}
+	found, err := l.Find(ctx, c.now(), catalogTTL, fetch, match)
+	if err != nil || len(found) == 0 {
+		return zero, false, err
 	}
-	return zero, false, nil
+	return found[0], true, nil
 }

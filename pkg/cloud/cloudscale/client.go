@@ -24,9 +24,9 @@ type Client struct {
 	gate   *cloud.Gate
 	now    func() time.Time
 
-	flavors    cachedList[sdk.Flavor]
-	images     cachedList[sdk.CustomImage]
-	networks   cachedList[sdk.Network]
+	flavors    cloud.Catalog[sdk.Flavor]
+	images     cloud.Catalog[sdk.CustomImage]
+	networks   cloud.Catalog[sdk.Network]
 	groupLocks cloud.GroupLocks
 
 	// rootTags remembers, per server UUID, the hash of the root volume tags
@@ -68,16 +68,6 @@ func redacting(secret string) callOption {
 	return func(o *callOptions) { o.redact = append(o.redact, secret) }
 }
 
-type redactKey struct{}
-
-// withRedaction keeps further secrets (the user data) out of the errors of
-// every call made with ctx, not only of the one that sends them: an API may
-// echo anything anywhere.
-func withRedaction(ctx context.Context, secrets ...string) context.Context {
-	prev, _ := ctx.Value(redactKey{}).([]string)
-	return context.WithValue(ctx, redactKey{}, append(append([]string{}, prev...), secrets...))
-}
-
 // reclassifying lets a call that knows better change the classification
 // before the gate and the metrics see it.
 func reclassifying(f func(error) error) callOption {
@@ -91,9 +81,7 @@ func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Contex
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if r, ok := ctx.Value(redactKey{}).([]string); ok {
-		o.redact = append(o.redact, r...)
-	}
+	o.redact = append(o.redact, cloud.Redactions(ctx)...)
 	return cloud.Call(ctx, Name, c.gate, op, fn, func(ctx context.Context, ex *cloud.Exchange, err error) error {
 		err = c.classify(ctx, op, ex, err, o.redact)
 		if o.reclassify != nil {
@@ -101,42 +89,4 @@ func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Contex
 		}
 		return err
 	})
-}
-
-// cachedList is an API list trusted for a while: the catalog (flavors,
-// custom images, networks) changes when someone adds to it, not between two
-// reconciles. Callers wait for one refresh rather than each making their
-// own; a failed refresh falls back to the old list, which is as good as it
-// was a moment ago.
-type cachedList[T any] struct {
-	mu   sync.Mutex
-	list []T
-	at   time.Time
-}
-
-func (l *cachedList[T]) get(ctx context.Context, now time.Time, ttl time.Duration, fetch func(ctx context.Context) ([]T, error)) ([]T, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.list != nil && now.Sub(l.at) < ttl {
-		return l.list, nil
-	}
-	list, err := fetch(ctx)
-	if err != nil {
-		if l.list != nil {
-			return l.list, nil
-		}
-		return nil, err
-	}
-	if list == nil {
-		list = []T{}
-	}
-	l.list, l.at = list, now
-	return list, nil
-}
-
-// invalidate makes the next get fetch again.
-func (l *cachedList[T]) invalidate() {
-	l.mu.Lock()
-	l.at = time.Time{}
-	l.mu.Unlock()
 }

@@ -182,3 +182,7 @@ func (c *Cloud) NewClient(creds cloud.Credentials, gate *cloud.Gate) (cloud.Clie
 	}
 	return newClient(c.baseURL, c.httpClient, token, creds.Source, gate), nil
 }
+
+// SpecPrototype is the type of the provider spec, for the webhook's
+// warnings about unknown fields of specs that do not even parse.
+func (c *Cloud) SpecPrototype() any { return &v1beta1.CloudscaleMachineProviderSpec{} }

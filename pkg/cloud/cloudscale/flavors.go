@@ -77,7 +77,7 @@ func lookupFlavor(flavors []sdk.Flavor, zone, name string) (*sdk.Flavor, error) 
 }
 
 func (c *Client) flavorList(ctx context.Context) ([]sdk.Flavor, error) {
-	return c.flavors.get(ctx, c.now(), catalogTTL, func(ctx context.Context) (list []sdk.Flavor, err error) {
+	return c.flavors.Get(ctx, c.now(), catalogTTL, func(ctx context.Context) (list []sdk.Flavor, err error) {
 		err = c.call(ctx, "flavor.list", func(ctx context.Context) (err error) {
 			list, err = c.sdk.Flavors.List(ctx)
 			return err

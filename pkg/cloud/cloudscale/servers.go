@@ -76,7 +76,7 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 	if err := checkRef(m); err != nil {
 		return nil, false, err
 	}
-	ctx = withRedaction(ctx, string(userData))
+	ctx = cloud.WithRedaction(ctx, string(userData))
 	if err := c.CheckSpec(ctx, spec); err != nil {
 		return nil, false, err
 	}

@@ -8,11 +8,6 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
 
-// maxUserDataBytes bounds the user data of a server. cloudscale.ch
-// documents no limit; cloud-init's own datasources take up to 64 KiB, and
-// an OpenShift worker's pointer Ignition is a few KiB.
-const maxUserDataBytes = 64 << 10
-
 // Spec is a parsed, defaulted and valid cloudscale.ch provider spec.
 //
 // Its Zone method shadows the embedded field of the same name: the field is
@@ -53,7 +48,7 @@ func (s Spec) ServerName(machine string) string {
 	return serverName(machine, s.CloudscaleMachineProviderSpec)
 }
 
-func (s Spec) MaxUserDataBytes() int { return maxUserDataBytes }
+func (s Spec) MaxUserDataBytes() int { return v1beta1.MaxUserDataBytes }
 
 // AntiAffinityKey shadows the embedded field of the same name.
 func (s Spec) AntiAffinityKey() string { return s.CloudscaleMachineProviderSpec.AntiAffinityKey }

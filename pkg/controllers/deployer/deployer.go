@@ -17,6 +17,10 @@
 // to the operator, and the controllers should keep running while the
 // deployer itself is restarted or replaced.
 //
+// On OpenShift the machine-controller gets the cluster-wide proxy and the
+// cluster's trusted CA bundle, and the Deployment rolls when either
+// changes (proxy.go).
+//
 // When the operator runs its own machine-api-controllers Deployment (a
 // supported platform), the deployer refuses: it does not apply its
 // Deployment, deletes it if it had applied it before, and reports why. Two
@@ -42,6 +46,7 @@ import (
 	"fmt"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -96,8 +101,8 @@ const (
 	// ReasonImagesInvalid: images.json cannot be read or names no
 	// machine-api-operator or kube-rbac-proxy image.
 	ReasonImagesInvalid = "ImagesInvalid"
-	// ReasonApplyFailed: the API server refused the Deployment; retried
-	// with backoff.
+	// ReasonApplyFailed: the API server refused the Deployment or the
+	// trusted CA ConfigMap; retried with backoff.
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonDeploymentDeleted is the event when the deployer deletes the
 	// Deployment it had applied, because the operator deployed its own.
@@ -120,6 +125,11 @@ type Options struct {
 	ServiceAccount string
 	// CloudscaleAPIURL is handed to the provider when set.
 	CloudscaleAPIURL string
+	// Cloud, CredentialsEnv and ProviderEnv configure the provider for
+	// another cloud than cloudscale.ch (see Spec).
+	Cloud          string
+	CredentialsEnv []CredentialEnv
+	ProviderEnv    []corev1.EnvVar
 	// WithoutMachineHealthCheck leaves the machine-healthcheck controller
 	// out.
 	WithoutMachineHealthCheck bool
@@ -149,6 +159,11 @@ type Reconciler struct {
 	reader   client.Reader
 	recorder record.EventRecorder
 	opts     Options
+	// egress reads the trusted CA ConfigMap and the Proxy (an
+	// egressCache once set up with a manager).
+	egress client.Reader
+	// proxyServed: the API server serves config.openshift.io Proxies.
+	proxyServed bool
 }
 
 // New returns a Reconciler that reads the watched objects with c (a cached
@@ -163,20 +178,35 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 	if reader == nil {
 		reader = c
 	}
-	return &Reconciler{client: c, reader: reader, recorder: recorder, opts: opts}, nil
+	return &Reconciler{client: c, reader: reader, recorder: recorder, opts: opts, egress: c}, nil
 }
 
 // +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=apps,namespace=openshift-machine-api,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-machine-api,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=config.openshift.io,resources=proxies,verbs=list;watch
 
 // SetupWithManager registers the controller with mgr. All its work is one
 // request: the images ConfigMap, our Deployment and the operator's
-// Deployment map to it, and it is queued once at start so that a missing
-// ConfigMap is reported too. Deployment updates count only when spec,
-// labels or annotations change, not for status.
+// Deployment, the trusted CA ConfigMap and the cluster-wide Proxy map to
+// it, and it is queued once at start so that a missing ConfigMap is
+// reported too. Deployment updates count only when spec, labels or
+// annotations change, not for status. Whether the Proxy API is served is
+// looked up here, once.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	served, err := proxyServed(mgr)
+	if err != nil {
+		return err
+	}
+	egress, err := newEgressCache(mgr, r.opts.Namespace, served)
+	if err != nil {
+		return err
+	}
+	r.egress, r.proxyServed = egress, served
+	if !served {
+		mgr.GetLogger().Info("The API server serves no config.openshift.io Proxy: no cluster-wide proxy for the provider")
+	}
 	key := r.key()
 	toKey := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: key}}
@@ -194,7 +224,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return false
 		})
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.opts.Name).
 		For(&corev1.ConfigMap{}, builder.WithPredicates(named(ImagesConfigMap))).
 		Watches(&appsv1.Deployment{}, toKey, builder.WithPredicates(
@@ -205,7 +235,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			q.Add(reconcile.Request{NamespacedName: key})
 			return nil
 		})).
-		Complete(r)
+		WatchesRawSource(source.Kind[client.Object](egress, &corev1.ConfigMap{}, toKey))
+	if served {
+		b = b.WatchesRawSource(source.Kind[client.Object](egress, &configv1.Proxy{}, toKey))
+	}
+	return b.Complete(r)
 }
 
 func (r *Reconciler) key() types.NamespacedName {
@@ -244,6 +278,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 			fmt.Sprintf("ConfigMap %s/%s: %v", ns, ImagesConfigMap, err))
 	}
 
+	caHash, err := r.trustedCA(ctx)
+	if err != nil {
+		if rerr := r.reportOnly(ctx, false, ReasonApplyFailed, err.Error()); rerr != nil {
+			log.FromContext(ctx).Error(rerr, "Writing the status failed")
+		}
+		return ctrl.Result{}, err
+	}
+	proxy, err := r.clusterProxy(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
 	d := Deployment(Spec{
 		Namespace:                 ns,
 		Images:                    images,
@@ -253,6 +299,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		ServiceAccount:            r.opts.ServiceAccount,
 		CloudscaleAPIURL:          r.opts.CloudscaleAPIURL,
 		WithoutMachineHealthCheck: r.opts.WithoutMachineHealthCheck,
+		Cloud:                     r.opts.Cloud,
+		CredentialsEnv:            r.opts.CredentialsEnv,
+		ProviderEnv:               r.opts.ProviderEnv,
+		Proxy:                     proxy,
+		TrustedCAHash:             caHash,
 	})
 	if err := r.apply(ctx, d); err != nil {
 		if rerr := r.reportOnly(ctx, false, ReasonApplyFailed, fmt.Sprintf("applying Deployment %s/%s: %v", ns, DeploymentName, err)); rerr != nil {
@@ -261,8 +312,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.reportOnly(ctx, true, ReasonApplied, fmt.Sprintf(
-		"Deployment %s/%s applied: machine-api-operator %s, kube-rbac-proxy %s, provider %s",
-		ns, DeploymentName, images.MachineAPIOperator, images.KubeRBACProxy, r.opts.ProviderImage))
+		"Deployment %s/%s applied: machine-api-operator %s, kube-rbac-proxy %s, provider %s; %s; %s",
+		ns, DeploymentName, images.MachineAPIOperator, images.KubeRBACProxy, r.opts.ProviderImage,
+		proxy.describe(), describeTrustedCA(caHash)))
 }
 
 // standBack removes our Deployment, if we applied one, while the operator

@@ -265,6 +265,8 @@ func TestController(t *testing.T) {
 		e.consistentlyNoDeployment(time.Second)
 	})
 
+	t.Run("PlainCluster", func(t *testing.T) { testPlainCluster(t, cfg) })
+
 	t.Run("ImagesMissing", func(t *testing.T) {
 		e := start(t, cfg)
 		c := e.waitCondition(metav1.ConditionFalse, deployer.ReasonImagesUnavailable)

@@ -75,7 +75,32 @@ type Spec struct {
 	// WithoutMachineHealthCheck leaves out the machine-healthcheck
 	// controller and its metrics proxy.
 	WithoutMachineHealthCheck bool
+	// Cloud is handed to the provider's manager as --cloud; "" keeps the
+	// manager's default (cloudscale).
+	Cloud string
+	// CredentialsEnv maps TokenSecret's keys to the environment variables
+	// the provider reads its default credentials from; empty: key "token"
+	// as CLOUDSCALE_API_TOKEN. Every key is optional: Machines may name
+	// their own credentials secret.
+	CredentialsEnv []CredentialEnv
+	// ProviderEnv is further environment of the provider (an API endpoint).
+	ProviderEnv []corev1.EnvVar
+	// Proxy is the cluster-wide proxy, handed to the provider (proxy.go).
+	Proxy Proxy
+	// TrustedCAHash is HashTrustedCA of the trusted CA bundle; it goes on
+	// the pod template when set.
+	TrustedCAHash string
 }
+
+// CredentialEnv is one key of the credentials secret, exposed to the
+// provider as the environment variable Name.
+type CredentialEnv struct {
+	Name string
+	Key  string
+}
+
+// DefaultCredentialsEnv is cloudscale.ch's: the token under "token".
+var DefaultCredentialsEnv = []CredentialEnv{{Name: "CLOUDSCALE_API_TOKEN", Key: "token"}}
 
 // Names, labels and annotations of the Deployment.
 const (
@@ -151,7 +176,6 @@ const (
 	providerWebhookSecret  = "machine-api-provider-webhook-cert"
 	providerWebhookCertDir = "/etc/machine-api-provider/tls"
 	providerWebhookPort    = 9443
-	trustedCAConfigMap     = "mao-trusted-ca"
 
 	webhookCertDir = "/etc/machine-api-operator/tls"
 	proxyConfigDir = "/etc/kube-rbac-proxy"
@@ -195,6 +219,17 @@ func Deployment(s Spec) *appsv1.Deployment {
 	if !s.WithoutMachineHealthCheck {
 		containers = append(containers, mhcContainer(s))
 	}
+	annotations := map[string]string{
+		// workload partitioning: the pods count as management
+		// workload, like the operator's
+		"target.workload.openshift.io/management": `{"effect": "PreferredDuringScheduling"}`,
+		"openshift.io/required-scc":               "restricted-v2",
+		"kubectl.kubernetes.io/default-container": MachineContainer,
+		ImagesHashAnnotation:                      s.ImagesHash,
+	}
+	if s.TrustedCAHash != "" {
+		annotations[TrustedCAHashAnnotation] = s.TrustedCAHash
+	}
 	containers = append(containers,
 		proxyContainer(s.Images.KubeRBACProxy, "machineset-mtrc", machineSetMetricsPort, machineSetMetricsAddr),
 		proxyContainer(s.Images.KubeRBACProxy, "machine-mtrc", machineMetricsPort, machineMetricsAddr),
@@ -215,15 +250,8 @@ func Deployment(s Spec) *appsv1.Deployment {
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels: tmplLabels,
-					Annotations: map[string]string{
-						// workload partitioning: the pods count as
-						// management workload, like the operator's
-						"target.workload.openshift.io/management": `{"effect": "PreferredDuringScheduling"}`,
-						"openshift.io/required-scc":               "restricted-v2",
-						"kubectl.kubernetes.io/default-container": MachineContainer,
-						ImagesHashAnnotation:                      s.ImagesHash,
-					},
+					Labels:      tmplLabels,
+					Annotations: annotations,
 				},
 				Spec: corev1.PodSpec{
 					Containers:         containers,
@@ -319,15 +347,22 @@ func machineSetContainer(s Spec) corev1.Container {
 // machineContainer is this provider's manager in the place of the
 // operator's per-cloud machine-controller-manager.
 func machineContainer(s Spec) corev1.Container {
-	env := []corev1.EnvVar{
-		{
-			Name: "CLOUDSCALE_API_TOKEN",
+	credentials := s.CredentialsEnv
+	if len(credentials) == 0 {
+		credentials = DefaultCredentialsEnv
+	}
+	var env []corev1.EnvVar
+	for _, c := range credentials {
+		env = append(env, corev1.EnvVar{
+			Name: c.Name,
 			ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: s.TokenSecret},
-				Key:                  "token",
+				Key:                  c.Key,
 				Optional:             ptr.To(true),
 			}},
-		},
+		})
+	}
+	env = append(env, []corev1.EnvVar{
 		{
 			Name:      "NODE_NAME",
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}},
@@ -339,23 +374,30 @@ func machineContainer(s Spec) corev1.Container {
 			Name:  "SSL_CERT_DIR",
 			Value: trustedCADir + ":/etc/ssl/certs",
 		},
-	}
+	}...)
 	if s.CloudscaleAPIURL != "" {
 		env = append(env, corev1.EnvVar{Name: "CLOUDSCALE_API_URL", Value: s.CloudscaleAPIURL})
+	}
+	// the cluster-wide proxy, for the calls to the cloud's API
+	env = append(env, s.Proxy.env(s.ProviderEnv)...)
+	env = append(env, s.ProviderEnv...)
+	args := []string{
+		"--namespace=" + s.Namespace,
+		"--leader-elect=true",
+		"--metrics-bind-address=" + machineMetricsAddr,
+		fmt.Sprintf("--health-probe-bind-address=:%d", machineHealthPort),
+		fmt.Sprintf("--webhook-port=%d", providerWebhookPort),
+		"--webhook-cert-dir=" + providerWebhookCertDir,
+	}
+	if s.Cloud != "" {
+		args = append(args, "--cloud="+s.Cloud)
 	}
 	return corev1.Container{
 		Name:    MachineContainer,
 		Image:   s.ProviderImage,
 		Command: []string{"/machine-api-provider", "manager"},
-		Args: []string{
-			"--namespace=" + s.Namespace,
-			"--leader-elect=true",
-			"--metrics-bind-address=" + machineMetricsAddr,
-			fmt.Sprintf("--health-probe-bind-address=:%d", machineHealthPort),
-			fmt.Sprintf("--webhook-port=%d", providerWebhookPort),
-			"--webhook-cert-dir=" + providerWebhookCertDir,
-		},
-		Env: env,
+		Args:    args,
+		Env:     env,
 		Ports: []corev1.ContainerPort{
 			{Name: machineHealthPortName, ContainerPort: machineHealthPort},
 			{Name: "provider-hooks", ContainerPort: providerWebhookPort},
@@ -446,8 +488,8 @@ func volumes() []corev1.Volume {
 			SecretName: providerWebhookSecret, DefaultMode: ptr.To[int32](0o400),
 		}}},
 		{Name: trustedCAVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: trustedCAConfigMap},
-			Items:                []corev1.KeyToPath{{Key: "ca-bundle.crt", Path: "tls-ca-bundle.pem"}},
+			LocalObjectReference: corev1.LocalObjectReference{Name: TrustedCAConfigMap},
+			Items:                []corev1.KeyToPath{{Key: TrustedCAKey, Path: "tls-ca-bundle.pem"}},
 			Optional:             ptr.To(true),
 		}}},
 	}

@@ -34,8 +34,9 @@ type ManagerOptions struct {
 
 // NewManager builds a manager running the deployer in o.Namespace. Its
 // cache holds the Deployments of that namespace and, of its ConfigMaps,
-// only the images ConfigMap. The deployer subcommand and the tests both
-// start it through here.
+// only the images ConfigMap; a second cache holds the trusted CA ConfigMap
+// and the cluster-wide Proxy (proxy.go). The deployer subcommand and the
+// tests both start it through here.
 func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	o.setDefaults()
 	if o.LeaderElectionID == "" {

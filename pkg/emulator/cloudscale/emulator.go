@@ -60,6 +60,7 @@ func New(cfg Config) (*Emulator, error) {
 		ErrorBody: func(_ int, msg string) any {
 			return map[string]string{"detail": msg}
 		},
+		AdminAuth: e.adminAuthorized,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fault rules: %w", err)

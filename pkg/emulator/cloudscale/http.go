@@ -111,6 +111,19 @@ func (e *Emulator) authorize(r *http.Request, write bool) (reply, bool) {
 	return reply{}, true
 }
 
+// adminAuthorized guards the admin endpoint and /metrics: with tokens
+// configured they take the API's tokens, any of them for reading and a
+// read-write one for changes (faults), so whoever may not use the account
+// may not break or watch it either. Without tokens they are open, as the
+// API is to any token.
+func (e *Emulator) adminAuthorized(r *http.Request) bool {
+	if len(e.cfg.Tokens) == 0 {
+		return true
+	}
+	_, allowed := e.authorize(r, r.Method != http.MethodGet && r.Method != http.MethodHead)
+	return allowed
+}
+
 // decode reads the JSON request body into v. Unknown fields are ignored, as
 // by the real API.
 func (c *call) decode(v any) *reply {

@@ -112,7 +112,8 @@ func New(cfg Config) (*Emulator, error) {
 		ErrorBody: func(_ int, msg string) any {
 			return map[string]string{"message": msg}
 		},
-		Route: e.routeName,
+		Route:     e.routeName,
+		AdminAuth: e.adminAuthorized,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fault rules: %w", err)

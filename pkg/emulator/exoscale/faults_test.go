@@ -2,6 +2,7 @@ package exoscale_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -85,15 +86,38 @@ func TestMetricsAndAdminEndpoint(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, emu.Config{})
 	v.create(v.client, instanceReq("counted"))
-	resp, body := v.raw("GET", "/metrics", nil, false)
+	// Without the account's credentials, neither answers.
+	for _, path := range []string{"/metrics", "/_emulator/requests", "/_emulator/faults"} {
+		resp, body := v.raw("GET", path, nil, false)
+		wantStatus(t, resp, body, http.StatusUnauthorized)
+	}
+	// Signed as an API call, or with the key and secret as basic auth.
+	resp, body := v.raw("GET", "/metrics", nil, true)
 	wantStatus(t, resp, body, http.StatusOK)
 	want := `emulator_requests_total{cloud="exoscale",method="POST",route="POST /v2/instance"} 1`
 	if !strings.Contains(string(body), want) {
 		t.Fatalf("metrics lack %s:\n%s", want, body)
 	}
-	resp, body = v.raw("GET", "/_emulator/requests", nil, false)
-	wantStatus(t, resp, body, http.StatusOK)
-	if !strings.Contains(string(body), `"POST /v2/instance":1`) {
-		t.Fatalf("requests %s", body)
+	req, _ := http.NewRequest("GET", v.srv.URL+"/_emulator/requests", nil)
+	req.SetBasicAuth(emu.DefaultAPIKey, emu.DefaultAPISecret)
+	r2, err := v.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Body.Close()
+	b2, _ := io.ReadAll(r2.Body)
+	wantStatus(t, r2, b2, http.StatusOK)
+	if !strings.Contains(string(b2), `"POST /v2/instance":1`) {
+		t.Fatalf("requests %s", b2)
+	}
+	req, _ = http.NewRequest("GET", v.srv.URL+"/_emulator/requests", nil)
+	req.SetBasicAuth(emu.DefaultAPIKey, "wrong-secret")
+	r3, err := v.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r3.Body.Close()
+	if r3.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a wrong secret got %d", r3.StatusCode)
 	}
 }

@@ -2,6 +2,7 @@ package exoscale
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,6 +145,24 @@ func (e *Emulator) authenticate(r *http.Request, body []byte) (*Account, *reply)
 		return refuse(msg)
 	}
 	return conf, nil
+}
+
+// adminAuthorized lets the admin endpoint (fault rules, counters) and
+// /metrics answer only requests with an account's credentials, as the API
+// itself: signed as API calls are, or with HTTP basic authentication of an
+// account's key and secret (curl -u KEY:SECRET).
+func (e *Emulator) adminAuthorized(r *http.Request) bool {
+	if key, secret, ok := r.BasicAuth(); ok {
+		conf := e.keys[key]
+		return conf != nil && subtle.ConstantTimeCompare([]byte(conf.Secret), []byte(secret)) == 1
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	_, rep := e.authenticate(r, body)
+	return rep == nil
 }
 
 func baseURL(r *http.Request) string {

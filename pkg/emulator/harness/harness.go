@@ -2,8 +2,10 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand"
 	"net/http"
 	"strconv"
@@ -31,12 +33,27 @@ type Options struct {
 	Rules []Rule
 	// Seed makes injected faults reproducible; 0 picks a random seed.
 	Seed int64
+	// Route names the route of a request ("PUT /v2/instance/{id}:start") for
+	// the counters, metrics and fault rules; "" is unmatched. By default it is
+	// the API mux's pattern, which cannot express every API's paths (a mux
+	// wildcard is a whole path segment, Exoscale's actions are not).
+	Route func(*http.Request) string
+	// MaxBodyBytes bounds a request's body; a larger one gets 413 in the
+	// cloud's error shape. 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// AdminAuth, when set, must accept a request to the admin endpoint or
+	// /metrics, which otherwise get 401: an emulator that requires
+	// credentials for its API requires them for these too.
+	AdminAuth func(*http.Request) bool
 }
 
 // Harness serves an emulated API through fault injection and request
 // counting, plus the admin endpoint and /metrics.
 type Harness struct {
 	api       *http.ServeMux
+	route     func(*http.Request) string
+	maxBody   int64
+	adminAuth func(*http.Request) bool
 	errorBody ErrorBody
 	registry  *prometheus.Registry
 	requests  *prometheus.CounterVec
@@ -57,6 +74,9 @@ func New(api *http.ServeMux, opts Options) (*Harness, error) {
 	}
 	h := &Harness{
 		api:       api,
+		route:     opts.Route,
+		maxBody:   opts.MaxBodyBytes,
+		adminAuth: opts.AdminAuth,
 		errorBody: opts.ErrorBody,
 		registry:  prometheus.NewRegistry(),
 		rng:       rand.New(rand.NewSource(seed)),
@@ -71,7 +91,7 @@ func New(api *http.ServeMux, opts Options) (*Harness, error) {
 		ConstLabels: labels,
 	}, []string{"method", "route"})
 	h.injected = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "emulator_injected_faults_total", Help: "Faults injected, by route and kind (error, lost_response, latency).",
+		Name: "emulator_injected_faults_total", Help: "Faults injected, by route and kind (error, lost_response, latency, rate_limited).",
 		ConstLabels: labels,
 	}, []string{"route", "kind"})
 	h.registry.MustRegister(h.requests, h.injected)
@@ -167,6 +187,9 @@ type decision struct {
 	retryAfter int
 	lose       bool
 	loseStatus int
+	committed  bool
+	// limited: a rate limit refused the request, which is answered at once.
+	limited bool
 }
 
 func (h *Harness) decide(method, route string) decision {
@@ -181,10 +204,20 @@ func (h *Harness) decide(method, route string) decision {
 		fired := false
 		if r.Latency > 0 {
 			d.latency += time.Duration(r.Latency)
+			d.committed = d.committed || r.Committed
 			h.injected.WithLabelValues(route, "latency").Inc()
 			fired = true
 		}
 		undecided := d.errStatus == 0 && !d.lose
+		if undecided && r.RateLimit != nil {
+			if ok, wait := r.take(time.Now()); !ok {
+				d.errStatus, d.limited = http.StatusTooManyRequests, true
+				d.retryAfter = max(1, int(math.Ceil(wait.Seconds())))
+				h.injected.WithLabelValues(route, "rate_limited").Inc()
+				r.Fired++
+				continue
+			}
+		}
 		if undecided && r.ErrorRate > 0 && h.rng.Float64() < r.ErrorRate {
 			d.errStatus, d.retryAfter = r.ErrorStatus, r.RetryAfterSeconds
 			if d.errStatus == 0 {
@@ -208,6 +241,12 @@ func (h *Harness) decide(method, route string) decision {
 }
 
 func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.readBody(w, r) {
+		return
+	}
+	if (strings.HasPrefix(r.URL.Path, AdminPrefix) || r.URL.Path == "/metrics") && !h.adminAllowed(w, r) {
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, AdminPrefix) {
 		h.serveAdmin(w, r)
 		return
@@ -216,7 +255,12 @@ func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 		return
 	}
-	_, pattern := h.api.Handler(r)
+	var pattern string
+	if h.route != nil {
+		pattern = h.route(r)
+	} else {
+		_, pattern = h.api.Handler(r)
+	}
 	if pattern == "" {
 		pattern = "(unmatched)"
 	}
@@ -225,10 +269,19 @@ func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.requests.WithLabelValues(r.Method, pattern).Inc()
 	d := h.decide(r.Method, pattern)
-	if d.latency > 0 {
+	if d.latency > 0 && !d.limited {
+		timer := time.NewTimer(d.latency)
 		select {
-		case <-time.After(d.latency):
+		case <-timer.C:
 		case <-r.Context().Done():
+			if !d.committed || d.errStatus != 0 {
+				timer.Stop()
+				return
+			}
+			// Nobody waits for the answer, but the request was received:
+			// it is carried out all the same, when its time has come.
+			<-timer.C
+			h.api.ServeHTTP(&discard{header: http.Header{}}, r.WithContext(context.WithoutCancel(r.Context())))
 			return
 		}
 	}

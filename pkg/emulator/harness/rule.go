@@ -3,8 +3,11 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Rule is one fault-injection rule. A rule applies to the requests its Route
@@ -40,11 +43,47 @@ type Rule struct {
 	LostResponseRate   float64 `json:"lostResponseRate,omitempty"`
 	LostResponseStatus int     `json:"lostResponseStatus,omitempty"`
 
+	// RateLimit refuses the requests the rule selects beyond a token
+	// bucket, as a cloud's API rate limit does: a request that finds the
+	// bucket empty is answered 429 at once, with a Retry-After of the
+	// seconds until the next token, and is not handled. One bucket serves
+	// every request the rule selects.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+
 	// Times limits how often the rule fires; 0 means without limit. A spent
 	// rule stays listed, so tests can read Fired, but matches nothing.
 	Times int `json:"times,omitempty"`
 	// Fired counts how often the rule has fired (read-only).
 	Fired int `json:"fired"`
+
+	// bucket is RateLimit's token bucket, made when the rule first sees a
+	// request.
+	bucket *rate.Limiter
+}
+
+// RateLimit is a token bucket: QPS tokens a second, at most Burst of them
+// saved up (default: QPS rounded up, at least 1).
+type RateLimit struct {
+	QPS   float64 `json:"qps"`
+	Burst int     `json:"burst,omitempty"`
+}
+
+// take takes a token from the rule's bucket, or says how long until one is
+// there.
+func (r *Rule) take(now time.Time) (ok bool, wait time.Duration) {
+	if r.bucket == nil {
+		burst := r.RateLimit.Burst
+		if burst <= 0 {
+			burst = max(1, int(math.Ceil(r.RateLimit.QPS)))
+		}
+		r.bucket = rate.NewLimiter(rate.Limit(r.RateLimit.QPS), burst)
+	}
+	res := r.bucket.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return false, d
+	}
+	return true, 0
 }
 
 // Duration is a time.Duration written as "300ms" in JSON.
@@ -89,6 +128,9 @@ func (r *Rule) Validate() error {
 	if r.Latency < 0 || r.Times < 0 || r.RetryAfterSeconds < 0 {
 		return fmt.Errorf("latency, times and retryAfterSeconds must not be negative")
 	}
+	if rl := r.RateLimit; rl != nil && (!(rl.QPS > 0) || math.IsInf(rl.QPS, 0) || rl.Burst < 0) {
+		return fmt.Errorf("rateLimit needs a qps above 0 and a burst not below 0, got qps %v, burst %d", rl.QPS, rl.Burst)
+	}
 	return nil
 }
 
@@ -108,9 +150,11 @@ func (r *Rule) matches(method, route string) bool {
 }
 
 // ParseRule reads a rule from its command-line form: comma-separated
-// key=value pairs, e.g.
+// key=value pairs, the rate limit's as rateLimit.qps and rateLimit.burst,
+// e.g.
 //
 //	route=POST /v1/servers,lostResponseRate=1,times=1
+//	route=*,rateLimit.qps=10,rateLimit.burst=20
 func ParseRule(s string) (Rule, error) {
 	fields := map[string]any{}
 	for _, kv := range strings.Split(s, ",") {
@@ -119,6 +163,15 @@ func ParseRule(s string) (Rule, error) {
 			return Rule{}, fmt.Errorf("fault %q: %q is not key=value", s, kv)
 		}
 		k = strings.TrimSpace(k)
+		if sub, ok := strings.CutPrefix(k, "rateLimit."); ok {
+			rl, _ := fields["rateLimit"].(map[string]any)
+			if rl == nil {
+				rl = map[string]any{}
+				fields["rateLimit"] = rl
+			}
+			rl[sub] = json.RawMessage(v)
+			continue
+		}
 		switch k {
 		case "route", "latency":
 			fields[k] = v

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// maxVerbosity caps the verbosity of every logger of the binary, whatever
+// --zap-log-level says. From V(6) up the Kubernetes client logs its
+// requests, and from V(8) their bodies, hex dumps and curl commands: the
+// Secrets the provider reads (API tokens, user data) would be in the log.
+// The client logs through the logger it finds in the request's context or
+// klog's global one, both of which are this one.
+const maxVerbosity = 5
+
+// newLogger is the binary's logger from zap's flags, with the verbosity cap.
+func newLogger(o *zap.Options) logr.Logger {
+	return logr.New(capVerbosity(zap.New(zap.UseFlagOptions(o)).GetSink(), maxVerbosity))
+}
+
+// bindLogFlags hands zap's Go flags (--zap-log-level, ...) to cobra and says
+// in their help that the verbosity is capped.
+func bindLogFlags(f *pflag.FlagSet, o *zap.Options) {
+	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
+	o.BindFlags(logFlags)
+	f.AddGoFlagSet(logFlags)
+	if fl := f.Lookup("zap-log-level"); fl != nil {
+		fl.Usage += fmt.Sprintf(". Capped at %d: messages of higher levels are dropped, as from 6 up the Kubernetes client would log requests and their bodies, Secrets among them", maxVerbosity)
+	}
+}
+
+// capVerbosity wraps a sink so that nothing above level max is enabled or
+// written, for every logger derived from it.
+func capVerbosity(s logr.LogSink, max int) logr.LogSink {
+	c := cappedSink{sink: s, max: max}
+	if d, ok := s.(logr.CallDepthLogSink); ok {
+		return cappedDepthSink{cappedSink: c, depth: d}
+	}
+	return c
+}
+
+type cappedSink struct {
+	sink logr.LogSink
+	max  int
+}
+
+// Init passes on the one frame logr.New reports: the wrapped sink was
+// initialised for logr's own frame already, and the wrapper adds one more.
+func (c cappedSink) Init(info logr.RuntimeInfo) { c.sink.Init(info) }
+
+func (c cappedSink) Enabled(level int) bool { return level <= c.max && c.sink.Enabled(level) }
+
+func (c cappedSink) Info(level int, msg string, kv ...any) {
+	if level <= c.max {
+		c.sink.Info(level, msg, kv...)
+	}
+}
+
+func (c cappedSink) Error(err error, msg string, kv ...any) { c.sink.Error(err, msg, kv...) }
+
+func (c cappedSink) WithValues(kv ...any) logr.LogSink {
+	return capVerbosity(c.sink.WithValues(kv...), c.max)
+}
+
+func (c cappedSink) WithName(name string) logr.LogSink {
+	return capVerbosity(c.sink.WithName(name), c.max)
+}
+
+type cappedDepthSink struct {
+	cappedSink
+	depth logr.CallDepthLogSink
+}
+
+func (c cappedDepthSink) WithCallDepth(depth int) logr.LogSink {
+	return capVerbosity(c.depth.WithCallDepth(depth), c.max)
+}
