@@ -31,9 +31,10 @@ machine-api-operator does not know (None, External), where it deploys none.
 
 The deployer reads the release's images from the operator's ConfigMap
 machine-api-operator-images and applies the Deployment
-machine-api-controllers-cloudscale: the operator's machineset, nodelink and
-machine-healthcheck controllers, this provider's manager as the machine
-controller, and kube-rbac-proxy sidecars for their metrics. It rolls the
+machine-api-controllers-<cloud> (after --cloud: machine-api-controllers-cloudscale
+by default): the operator's machineset, nodelink and machine-healthcheck
+controllers, this provider's manager as the machine controller, and
+kube-rbac-proxy sidecars for their metrics. It rolls the
 controllers when the images change (a cluster upgrade) and puts the
 Deployment back when it is deleted or edited.
 
@@ -53,9 +54,9 @@ machine-api-provider-deployer-status and in an event.`,
   machine-api-provider deployer --kubeconfig ~/.kube/config --leader-elect=false \
     --provider-image ghcr.io/appuio/machine-api-provider:v0.1.0
 
-  # on Exoscale
+  # on Exoscale: applies machine-api-controllers-exoscale
   machine-api-provider deployer --provider-image "$PROVIDER_IMAGE" --cloud exoscale \
-    --credentials-secret exoscale-credentials \
+    --service-account machine-api-controllers-exoscale --credentials-secret exoscale-credentials \
     --credentials-env EXOSCALE_API_KEY=api-key,EXOSCALE_API_SECRET=api-secret`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -88,7 +89,8 @@ machine-api-provider-deployer-status and in an event.`,
 			if err != nil {
 				return err
 			}
-			log.Info("starting deployer", "namespace", o.Namespace, "providerImage", o.ProviderImage)
+			log.Info("starting deployer", "namespace", o.Namespace, "deployment", deployer.DeploymentName(o.Cloud),
+				"serviceAccount", o.ServiceAccount, "providerImage", o.ProviderImage)
 			return mgr.Start(cmd.Context())
 		},
 	}
@@ -98,10 +100,10 @@ machine-api-provider-deployer-status and in an event.`,
 	f.StringVar(&o.ProviderImage, "provider-image", os.Getenv("PROVIDER_IMAGE"), "image of this provider, run as the machine-controller (default $PROVIDER_IMAGE)")
 	f.StringVar(&o.TokenSecret, "token-secret", "cloudscale-token", "secret whose key \"token\" is the provider's default cloudscale.ch API token (optional: Machines may name their own)")
 	f.StringVar(&o.TokenSecret, "credentials-secret", "cloudscale-token", "the same as --token-secret: the secret holding the provider's default credentials, its keys mapped by --credentials-env")
-	f.StringVar(&o.Cloud, "cloud", "", "the cloud the provider's manager runs for, as its --cloud (default: the manager's, cloudscale)")
+	f.StringVar(&o.Cloud, "cloud", "", "the cloud the provider's manager runs for, as its --cloud; it names the Deployment machine-api-controllers-<cloud> (default: the manager's, cloudscale)")
 	f.StringSliceVar(&credentialsEnv, "credentials-env", nil, "ENV=key: the credentials secret's key handed to the provider as ENV (default CLOUDSCALE_API_TOKEN=token; Exoscale: EXOSCALE_API_KEY=api-key,EXOSCALE_API_SECRET=api-secret)")
 	f.StringSliceVar(&providerEnv, "provider-env", nil, "NAME=value: further environment of the provider, e.g. EXOSCALE_API_ENDPOINT=https://...")
-	f.StringVar(&o.ServiceAccount, "service-account", "machine-api-controllers", "service account of the controllers")
+	f.StringVar(&o.ServiceAccount, "service-account", "machine-api-controllers", "service account of the controllers (config/ installs machine-api-controllers-<cloud> and sets it)")
 	f.StringVar(&o.CloudscaleAPIURL, "cloudscale-api-url", "", "cloudscale.ch API base URL handed to the provider (default: the real API)")
 	f.BoolVar(&o.WithoutMachineHealthCheck, "without-machine-healthcheck", false, "leave out the machine-healthcheck controller")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")

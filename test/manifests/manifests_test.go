@@ -29,17 +29,17 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
 
 // Namespace is where both kustomizations put everything namespaced.
 const Namespace = "openshift-machine-api"
 
-// The service accounts.
-const (
-	DeployerSA    = "machine-api-provider-deployer"
-	ControllersSA = "machine-api-controllers-cloudscale"
-)
+// DeployerSA is the deployer's service account, the same in every
+// kustomization. The controllers' is per cloud: controllersSA reads it from
+// the deployer's --service-account.
+const DeployerSA = "machine-api-provider-deployer"
 
 // fieldOwner is the field manager of the test's applies.
 const fieldOwner = "machine-api-provider-manifests-test"
@@ -82,6 +82,55 @@ func render(t testing.TB, dir string) []*unstructured.Unstructured {
 		t.Fatalf("config/%s renders nothing", dir)
 	}
 	return objs
+}
+
+// deployerFlags returns the flags of the deployer's container in objs, the
+// rendering of a kustomization (which holds one Deployment, the
+// deployer's), by name without the dashes.
+func deployerFlags(t testing.TB, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	flags := map[string]string{}
+	found := false
+	for _, u := range objs {
+		if u.GetKind() != "Deployment" {
+			continue
+		}
+		found = true
+		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		for _, a := range args {
+			name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			if _, dup := flags[name]; dup {
+				t.Fatalf("the deployer's flag --%s is given twice (%v)", name, args)
+			}
+			flags[name] = value
+		}
+	}
+	if !found {
+		t.Fatal("the rendering has no Deployment")
+	}
+	return flags
+}
+
+// controllersSA is the service account the deployer in objs runs the
+// controllers as: its --service-account.
+func controllersSA(t testing.TB, objs []*unstructured.Unstructured) string {
+	t.Helper()
+	sa := deployerFlags(t, objs)["service-account"]
+	if sa == "" {
+		t.Fatal("the deployer has no --service-account: it would run the controllers as the operator's machine-api-controllers")
+	}
+	return sa
+}
+
+// cloudOf is the cloud the deployer in objs deploys the controllers for:
+// its --cloud, by default cloudscale (the manager's default).
+func cloudOf(t testing.TB, objs []*unstructured.Unstructured) string {
+	t.Helper()
+	if c := deployerFlags(t, objs)["cloud"]; c != "" {
+		return c
+	}
+	return "cloudscale"
 }
 
 func decode(data []byte) ([]*unstructured.Unstructured, error) {
@@ -430,7 +479,8 @@ func (r rbac) rulesOf(sa string) map[string][]rbacv1.PolicyRule {
 // every binding's role there.
 func TestRBACLeastPrivilege(t *testing.T) {
 	for _, k := range kustomizations {
-		r := rbacOf(t, render(t, k))
+		objs := render(t, k)
+		r := rbacOf(t, objs)
 		if len(r.roles) == 0 || len(r.clusterRoles) == 0 {
 			t.Fatalf("config/%s: no Roles or ClusterRoles", k)
 		}
@@ -495,9 +545,62 @@ func TestRBACLeastPrivilege(t *testing.T) {
 				t.Errorf("config/%s: the deployer has the cluster-wide rule %+v; it may only read the Proxy named cluster", k, rule)
 			}
 		}
-		for _, sa := range []string{DeployerSA, ControllersSA} {
+		for _, sa := range []string{DeployerSA, controllersSA(t, objs)} {
+			if !slices.ContainsFunc(objs, func(u *unstructured.Unstructured) bool {
+				return u.GetKind() == "ServiceAccount" && u.GetName() == sa
+			}) {
+				t.Errorf("config/%s: no ServiceAccount %s", k, sa)
+			}
 			if len(r.rulesOf(sa)[Namespace]) == 0 {
 				t.Errorf("config/%s: %s has no rules in %s", k, sa, Namespace)
+			}
+		}
+	}
+}
+
+// grants reports whether rules allow verb on the object name of
+// group/resource, minding resourceNames.
+func grants(rules []rbacv1.PolicyRule, verb, group, resource, name string) bool {
+	return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) &&
+			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name))
+	})
+}
+
+// TestRBACNamesFollowTheCloud: the names that RBAC limits rules to are the
+// cloud's (the deployer's --cloud): the controllers may take the leases of
+// the manager (<cloud>-machine-api-provider, pkg/manager) and of the
+// operator's three controllers, and the deployer may write and delete its
+// Deployment (deployer.DeploymentName) and no other, the operator's least
+// of all. The markers cannot say this (they name no objects); rbac_test.go
+// runs it.
+func TestRBACNamesFollowTheCloud(t *testing.T) {
+	for _, k := range kustomizations {
+		objs := render(t, k)
+		r := rbacOf(t, objs)
+		cloud := cloudOf(t, objs)
+		var controllers []rbacv1.PolicyRule
+		for _, rs := range r.rulesOf(controllersSA(t, objs)) {
+			controllers = append(controllers, rs...)
+		}
+		for _, lease := range []string{cloud + "-machine-api-provider",
+			"cluster-api-provider-machineset-leader", "cluster-api-provider-nodelink-leader", "cluster-api-provider-healthcheck-leader"} {
+			for _, verb := range []string{"get", "update"} {
+				if !grants(controllers, verb, "coordination.k8s.io", "leases", lease) {
+					t.Errorf("config/%s: the controllers may not %s the lease %s: that controller never becomes leader", k, verb, lease)
+				}
+			}
+		}
+		var deployerRules []rbacv1.PolicyRule
+		for _, rs := range r.rulesOf(DeployerSA) {
+			deployerRules = append(deployerRules, rs...)
+		}
+		for _, verb := range []string{"create", "patch", "delete"} {
+			if name := deployer.DeploymentName(cloud); !grants(deployerRules, verb, "apps", "deployments", name) {
+				t.Errorf("config/%s: the deployer may not %s its Deployment %s", k, verb, name)
+			}
+			if grants(deployerRules, verb, "apps", "deployments", deployer.OperatorDeploymentName) {
+				t.Errorf("config/%s: the deployer may %s the operator's Deployment %s: limit the rule to its own", k, verb, deployer.OperatorDeploymentName)
 			}
 		}
 	}
@@ -583,9 +686,10 @@ func TestRBACCoversMarkers(t *testing.T) {
 		t.Fatal("no kubebuilder RBAC markers found under pkg/")
 	}
 	for _, k := range kustomizations {
-		r := rbacOf(t, render(t, k))
+		objs := render(t, k)
+		r := rbacOf(t, objs)
 		for _, m := range markers {
-			sa := ControllersSA
+			sa := controllersSA(t, objs)
 			if strings.HasPrefix(m.file, filepath.Join(root, "pkg", "controllers", "deployer")+string(filepath.Separator)) {
 				sa = DeployerSA
 			}
@@ -613,37 +717,81 @@ func TestRBACCoversMarkers(t *testing.T) {
 }
 
 // TestNoSecretAccessClusterWide asks the API server itself: with the RBAC
-// of config/default in place, neither service account may read Secrets
+// of each kustomization in place, neither service account may read Secrets
 // outside the namespace, and only the controllers' may read them in it, one
 // by one: no list or watch, so no cache of every Secret of the namespace.
+// The kustomizations are installed one after the other on one control
+// plane; each one's service accounts are asked right after its install.
 func TestNoSecretAccessClusterWide(t *testing.T) {
 	_, c := testenv.Start(t)
 	ctx := context.Background()
-	for _, u := range applyOrder(render(t, "default")) {
-		if err := apply(ctx, c, u, false); err != nil {
-			t.Fatalf("%s: %v", describe(u), err)
+	for _, k := range kustomizations {
+		objs := render(t, k)
+		install(t, c, objs)
+		controllers := controllersSA(t, objs)
+		for _, tc := range []struct {
+			sa, namespace, verb string
+			allowed             bool
+		}{
+			{controllers, Namespace, "get", true},
+			{controllers, Namespace, "list", false},
+			{controllers, Namespace, "watch", false},
+			{controllers, Namespace, "create", false},
+			{controllers, Namespace, "delete", false},
+			{controllers, "kube-system", "get", false},
+			{controllers, "", "list", false},
+			{DeployerSA, Namespace, "get", false},
+			{DeployerSA, "", "list", false},
+		} {
+			allowed, err := can(ctx, c, tc.sa, tc.verb, "", "secrets", tc.namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if allowed != tc.allowed {
+				t.Errorf("config/%s: %s may %s secrets in %q: %v, want %v", k, tc.sa, tc.verb, tc.namespace, allowed, tc.allowed)
+			}
 		}
 	}
-	for _, tc := range []struct {
-		sa, namespace, verb string
-		allowed             bool
-	}{
-		{ControllersSA, Namespace, "get", true},
-		{ControllersSA, Namespace, "list", false},
-		{ControllersSA, Namespace, "watch", false},
-		{ControllersSA, Namespace, "create", false},
-		{ControllersSA, Namespace, "delete", false},
-		{ControllersSA, "kube-system", "get", false},
-		{ControllersSA, "", "list", false},
-		{DeployerSA, Namespace, "get", false},
-		{DeployerSA, "", "list", false},
-	} {
-		allowed, err := can(ctx, c, tc.sa, tc.verb, "", "secrets", tc.namespace)
-		if err != nil {
-			t.Fatal(err)
+}
+
+// install applies objs, the rendering of a kustomization, for real, as on
+// a cluster. What an OpenShift overlay finds there comes first when objs
+// lack it: the namespace and the Machine API CRDs (config/crd). Left out is
+// what nothing in a test could serve: kinds the API server does not serve
+// (the ServiceMonitor, TestServiceMonitor checks it) and the webhook
+// configurations (no service CA issues their certificate and no pod serves
+// them, so a validating webhook with failurePolicy Fail would refuse every
+// write of a Machine; TestServerSideDryRun checks they are accepted).
+func install(t testing.TB, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	has := func(kind string) bool {
+		return slices.ContainsFunc(objs, func(u *unstructured.Unstructured) bool { return u.GetKind() == kind })
+	}
+	var all []*unstructured.Unstructured
+	if !has("Namespace") {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(Namespace)
+		all = append(all, ns)
+	}
+	if !has("CustomResourceDefinition") {
+		all = append(all, render(t, "crd")...)
+	}
+	for _, u := range applyOrder(append(all, objs...)) {
+		if strings.HasSuffix(u.GetKind(), "WebhookConfiguration") {
+			continue
 		}
-		if allowed != tc.allowed {
-			t.Errorf("%s may %s secrets in %q: %v, want %v", tc.sa, tc.verb, tc.namespace, allowed, tc.allowed)
+		ok, err := served(c, u)
+		if err != nil {
+			t.Fatalf("%s: %v", describe(u), err)
+		}
+		if !ok {
+			continue
+		}
+		if err := apply(ctx, c, u, false); err != nil {
+			t.Fatalf("%s: %v", describe(u), err)
 		}
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/appuio/machine-api-provider/test/fixture"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -38,17 +38,22 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/appuio/machine-api-provider/pkg/cloud"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
+	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
 // The tests in this file run the controllers as their service accounts
-// (impersonated) with nothing but the RBAC of config/default, through a
-// whole life cycle, and fail on any "forbidden": the RBAC is not only
-// small (manifests_test.go) but enough.
+// (impersonated) with nothing but the RBAC of an install (installs: the
+// cloudscale.ch one and the Exoscale one), through a whole life cycle, and
+// fail on any "forbidden": the RBAC is not only small (manifests_test.go)
+// but enough.
 
 // impersonate returns cfg acting as service account sa of Namespace.
 func impersonate(cfg *rest.Config, sa string) *rest.Config {
@@ -94,17 +99,17 @@ func captureLogs(t *testing.T) *logs {
 	return l
 }
 
-// setup starts a control plane (with opts) and applies config/default to
-// it for real; c is an admin client. The API server writes an audit log
-// (see audit).
-func setup(t *testing.T, opts ...testenv.Option) (*rest.Config, client.Client, *audit) {
+// setup starts a control plane (with opts) and installs the kustomization
+// config/<dir> for real (install); c is an admin client, objs the
+// rendering. The API server writes an audit log (see audit).
+func setup(t *testing.T, dir string, opts ...testenv.Option) (cfg *rest.Config, c client.Client, a *audit, objs []*unstructured.Unstructured) {
 	t.Helper()
-	a := &audit{path: filepath.Join(t.TempDir(), "audit.log")}
+	a = &audit{path: filepath.Join(t.TempDir(), "audit.log")}
 	policy := filepath.Join(t.TempDir(), "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := testenv.Start(t, append([]testenv.Option{func(env *envtest.Environment) {
+	cfg, _ = testenv.Start(t, append([]testenv.Option{func(env *envtest.Environment) {
 		args := env.ControlPlane.GetAPIServer().Configure()
 		// OpenShift's kube-apiserver enforces owner references: setting
 		// blockOwnerDeletion needs the owner's finalizers subresource.
@@ -116,16 +121,13 @@ func setup(t *testing.T, opts ...testenv.Option) (*rest.Config, client.Client, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err = client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, u := range applyOrder(render(t, "default")) {
-		if err := apply(ctx, c, u, false); err != nil {
-			t.Fatalf("%s: %v", describe(u), err)
-		}
-	}
+	objs = render(t, dir)
+	install(t, c, objs)
 	eventually(t, time.Minute, "the Machine API CRDs served", func() (bool, error) {
 		for _, l := range []client.ObjectList{&machinev1.MachineList{}, &machinev1.MachineSetList{}, &machinev1.MachineHealthCheckList{}} {
 			if err := c.List(ctx, l, client.InNamespace(Namespace)); err != nil {
@@ -134,8 +136,14 @@ func setup(t *testing.T, opts ...testenv.Option) (*rest.Config, client.Client, *
 		}
 		return true, nil
 	})
-	return cfg, c, a
+	return cfg, c, a, objs
 }
+
+// installs are the kustomizations the tests below run the controllers
+// with: config/default for cloudscale.ch (its RBAC is
+// config/overlays/cloudscale's too), and the Exoscale overlay, whose names
+// are Exoscale's.
+var installs = []string{"default", "overlays/exoscale"}
 
 // auditPolicy records who did what to which resource, without bodies.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -202,7 +210,7 @@ func (a *audit) requests(t *testing.T, sa string) []request {
 // checkAudit fails the test on any request of sa the API server refused
 // (403), and logs the granted verbs the run never used: rules for code
 // paths the test does not reach, or candidates for removal.
-func checkAudit(t *testing.T, c client.Client, a *audit, sa string) {
+func checkAudit(t *testing.T, a *audit, sa string, objs []*unstructured.Unstructured) {
 	t.Helper()
 	reqs := a.requests(t, sa)
 	if len(reqs) == 0 {
@@ -215,7 +223,7 @@ func checkAudit(t *testing.T, c client.Client, a *audit, sa string) {
 		}
 		used[r.verb+" "+r.group+"/"+r.resource] = true
 	}
-	rules := rbacOf(t, render(t, "default")).rulesOf(sa)
+	rules := rbacOf(t, objs).rulesOf(sa)
 	var unused []string
 	for _, rs := range rules {
 		for _, rule := range rs {
@@ -283,16 +291,31 @@ func assertNoForbidden(t *testing.T, l *logs) {
 	}
 }
 
-// TestDeployerWithItsRBAC runs the deployer as machine-api-provider-deployer,
-// on an API server that serves the cluster-wide Proxy as OpenShift does: it
-// applies the controllers' Deployment with the Proxy's settings, applies
-// the trusted CA ConfigMap and rolls the Deployment for an injected bundle,
-// reports in its status ConfigMap and with events, holds its lease, and
-// deletes the Deployment again when the machine-api-operator runs its own.
+// TestDeployerWithItsRBAC runs the deployer as machine-api-provider-deployer
+// with each install's RBAC and flags (--cloud, --service-account), on an
+// API server that serves the cluster-wide Proxy as OpenShift does: it
+// applies the controllers' Deployment, named after the cloud, with the
+// Proxy's settings, applies the trusted CA ConfigMap and rolls the
+// Deployment for an injected bundle, reports in its status ConfigMap and
+// with events, holds its lease, and deletes the Deployment again when the
+// machine-api-operator runs its own.
 func TestDeployerWithItsRBAC(t *testing.T) {
-	cfg, c, a := setup(t, testenv.WithCRDs(testenv.ProxyCRD(t)))
+	for _, k := range installs {
+		t.Run(strings.ReplaceAll(k, "/", "-"), func(t *testing.T) { deployerWithItsRBAC(t, k) })
+	}
+}
+
+func deployerWithItsRBAC(t *testing.T, dir string) {
+	cfg, c, a, objs := setup(t, dir, testenv.WithCRDs(testenv.ProxyCRD(t)))
 	l := captureLogs(t)
 	ctx := context.Background()
+	flags := deployerFlags(t, objs)
+	controllers := controllersSA(t, objs)
+	name := deployer.DeploymentName(cloudOf(t, objs))
+	lease := flags["leader-election-id"]
+	if lease == "" {
+		lease = deployer.ManagedByValue
+	}
 
 	proxy := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "config.openshift.io/v1", "kind": "Proxy",
@@ -319,11 +342,13 @@ func TestDeployerWithItsRBAC(t *testing.T) {
 		Options: deployer.Options{
 			Namespace:      Namespace,
 			ProviderImage:  "machine-api-provider:latest",
-			ServiceAccount: ControllersSA,
+			ServiceAccount: controllers,
+			Cloud:          flags["cloud"],
 		},
 		MetricsBindAddress:     "0",
 		HealthProbeBindAddress: "0",
 		LeaderElection:         true,
+		LeaderElectionID:       flags["leader-election-id"],
 		Log:                    l.logger(),
 		AllowManyPerProcess:    true,
 	})
@@ -344,11 +369,29 @@ func TestDeployerWithItsRBAC(t *testing.T) {
 	}
 	eventually(t, time.Minute, "the Deployment applied (Deployed: Applied)", deployed(deployer.ReasonApplied))
 	var d appsv1.Deployment
-	if err := c.Get(ctx, key(deployer.DeploymentName), &d); err != nil {
+	if err := c.Get(ctx, key(name), &d); err != nil {
 		t.Fatal(err)
 	}
-	if sa := d.Spec.Template.Spec.ServiceAccountName; sa != ControllersSA {
-		t.Errorf("the controllers run as %q, want %s", sa, ControllersSA)
+	if sa := d.Spec.Template.Spec.ServiceAccountName; sa != controllers {
+		t.Errorf("the controllers run as %q, want %s", sa, controllers)
+	}
+	if err := c.Get(ctx, key(controllers), &corev1.ServiceAccount{}); err != nil {
+		t.Errorf("the controllers' service account: %v", err)
+	}
+	// On OpenShift the webhook Service selects the pods the deployer
+	// applied.
+	var svc corev1.Service
+	if err := c.Get(ctx, key("machine-api-provider-webhook"), &svc); err == nil {
+		if len(svc.Spec.Selector) == 0 {
+			t.Error("the webhook Service selects no pods")
+		}
+		for k, v := range svc.Spec.Selector {
+			if d.Spec.Template.Labels[k] != v {
+				t.Errorf("the webhook Service selects %s=%s; the pods of %s have %v", k, v, name, d.Spec.Template.Labels)
+			}
+		}
+	} else if !apierrors.IsNotFound(err) {
+		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool {
 		return c.Name == deployer.MachineContainer && slices.Contains(c.Env, corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"})
@@ -368,7 +411,7 @@ func TestDeployerWithItsRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the Deployment rolled for the bundle", func() (bool, error) {
-		if err := c.Get(ctx, key(deployer.DeploymentName), &d); err != nil {
+		if err := c.Get(ctx, key(name), &d); err != nil {
 			return false, err
 		}
 		h := d.Spec.Template.Annotations[deployer.TrustedCAHashAnnotation]
@@ -392,7 +435,7 @@ func TestDeployerWithItsRBAC(t *testing.T) {
 	}
 	eventually(t, time.Minute, "the deployer to stand back", deployed(deployer.ReasonOperatorDeploymentPresent))
 	eventually(t, 30*time.Second, "our Deployment deleted", func() (bool, error) {
-		err := c.Get(ctx, key(deployer.DeploymentName), &appsv1.Deployment{})
+		err := c.Get(ctx, key(name), &appsv1.Deployment{})
 		return apierrors.IsNotFound(err), err
 	})
 	eventually(t, 30*time.Second, "the deployer's events", func() (bool, error) {
@@ -408,44 +451,104 @@ func TestDeployerWithItsRBAC(t *testing.T) {
 		}
 		return reasons[deployer.ReasonApplied] && reasons[deployer.ReasonOperatorDeploymentPresent], fmt.Errorf("reasons %v", reasons)
 	})
-	assertLeaseHeld(t, c, deployer.ManagedByValue)
+	assertLeaseHeld(t, c, lease)
 	assertNoForbidden(t, l)
-	checkAudit(t, c, a, DeployerSA)
+	checkAudit(t, a, DeployerSA, objs)
 }
 
-// TestControllersWithTheirRBAC runs, as machine-api-controllers-cloudscale,
-// everything the deployer's Deployment runs: this provider's manager (the
-// machine and drain controllers with the actuator, the capacity publisher)
-// and the machine-api-operator's machineset, nodelink and
-// machine-healthcheck controllers, on the cloudscale.ch emulator. A
-// MachineSet scaled to one makes a Machine with API token and user data
-// from secrets; a Node appears and is linked; a MachineHealthCheck watches;
-// scaled to zero, the Machine's Node is drained (a pod evicted, a
-// DaemonSet's left) and deleted, and so is the Machine.
+// TestControllersWithTheirRBAC runs, as each install's controllers'
+// service account (the deployer's --service-account), everything the
+// deployer's Deployment runs: this provider's manager for the install's
+// cloud (the deployer's --cloud; the machine and drain controllers with the
+// actuator, the capacity publisher) on that cloud's emulator, and the
+// machine-api-operator's machineset, nodelink and machine-healthcheck
+// controllers, all with leader election. A MachineSet scaled to one makes
+// a Machine with credentials and user data from secrets; a Node appears and
+// is linked; a MachineHealthCheck watches; scaled to zero, the Machine's
+// Node is drained (a pod evicted, a DaemonSet's left) and deleted, and so
+// is the Machine.
 func TestControllersWithTheirRBAC(t *testing.T) {
-	cfg, c, a := setup(t)
+	for _, k := range installs {
+		t.Run(strings.ReplaceAll(k, "/", "-"), func(t *testing.T) { controllersWithTheirRBAC(t, k) })
+	}
+}
+
+// emulated is a cloud's emulator with the provider's Cloud pointed at it,
+// the secrets the Machines name and a provider spec naming them.
+type emulated struct {
+	cloud   cloud.Cloud
+	secrets map[string]map[string]string
+	spec    string
+}
+
+// emulate starts the emulator of the cloud named name (the manager's
+// --cloud) until the test ends.
+func emulate(t *testing.T, name string) emulated {
+	t.Helper()
+	var h http.Handler
+	var e emulated
+	switch name {
+	case cscloud.Name:
+		emu, err := emucs.New(emucs.Config{BootTime: 100 * time.Millisecond, ActionTime: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = emu
+		e.secrets = map[string]map[string]string{
+			"cloudscale-token": {"token": "token-from-secret"},
+			"worker-user-data": {"userData": `{"ignition":{"version":"3.2.0"}}`},
+		}
+		e.spec = `{"apiVersion":"machine.appuio.io/v1beta1",
+			"kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19",
+			"tokenSecret":{"name":"cloudscale-token"},"userDataSecret":{"name":"worker-user-data"}}`
+	case exocloud.Name:
+		emu, err := emuexo.New(emuexo.Config{BootTime: 100 * time.Millisecond, ActionTime: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = emu
+		e.secrets = map[string]map[string]string{
+			"exoscale-credentials": {exocloud.KeyAPIKey: emuexo.DefaultAPIKey, exocloud.KeyAPISecret: emuexo.DefaultAPISecret},
+			"worker-user-data":     {"userData": `{"ignition":{"version":"3.4.0"}}`},
+		}
+		e.spec = `{"apiVersion":"machine.appuio.io/v1beta1",
+			"kind":"ExoscaleMachineProviderSpec","zone":"ch-gva-2","instanceType":"standard.large","template":{"name":"rhcos-4.19"},
+			"diskSize":50,"credentialsSecret":{"name":"exoscale-credentials"},"userDataSecret":{"name":"worker-user-data"}}`
+	default:
+		t.Fatalf("no emulator for the cloud %q", name)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	switch name {
+	case cscloud.Name:
+		e.cloud = cscloud.New(cscloud.Options{BaseURL: srv.URL + "/", DefaultToken: "default-token"})
+	case exocloud.Name:
+		e.cloud = exocloud.New(exocloud.Options{APIEndpoint: srv.URL + "/v2"})
+	}
+	if e.cloud.Name() != name {
+		t.Fatalf("the cloud %q is named %q", name, e.cloud.Name())
+	}
+	return e
+}
+
+func controllersWithTheirRBAC(t *testing.T, dir string) {
+	cfg, c, a, objs := setup(t, dir)
 	l := captureLogs(t)
 	ctx := context.Background()
-	as := impersonate(cfg, ControllersSA)
+	controllers := controllersSA(t, objs)
+	as := impersonate(cfg, controllers)
+	emu := emulate(t, cloudOf(t, objs))
 
-	emu, err := emucs.New(emucs.Config{BootTime: 100 * time.Millisecond, ActionTime: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(emu)
-	t.Cleanup(srv.Close)
-
-	for name, data := range map[string]map[string]string{
-		"cloudscale-token": {"token": "token-from-secret"},
-		"worker-user-data": {"userData": `{"ignition":{"version":"3.2.0"}}`},
-	} {
+	for name, data := range emu.secrets {
 		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace}, StringData: data}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
+	// The manager as the deployer runs it: --cloud, --leader-elect=true,
+	// the lease named by the manager (<cloud>-machine-api-provider).
 	provider, err := manager.New(as, manager.Options{
-		Cloud:                   cscloud.New(cscloud.Options{BaseURL: srv.URL + "/", DefaultToken: "default-token"}),
+		Cloud:                   emu.cloud,
 		Namespace:               Namespace,
 		MaxConcurrentReconciles: 2,
 		CapacityPublisher:       true,
@@ -472,9 +575,7 @@ func TestControllersWithTheirRBAC(t *testing.T) {
 			Template: machinev1.MachineTemplateSpec{ObjectMeta: machinev1.ObjectMeta{Labels: labels}},
 		},
 	}
-	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"machine.appuio.io/v1beta1",
-		"kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19",
-		"tokenSecret":{"name":"cloudscale-token"},"userDataSecret":{"name":"worker-user-data"}}`)}
+	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(emu.spec)}
 	if err := c.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
@@ -605,11 +706,11 @@ func TestControllersWithTheirRBAC(t *testing.T) {
 		return len(gone) == 3, fmt.Errorf("gone: %v", gone)
 	})
 
-	for _, lease := range []string{"cloudscale-machine-api-provider", "cluster-api-provider-machineset-leader"} {
+	for _, lease := range []string{cloudOf(t, objs) + "-machine-api-provider", "cluster-api-provider-machineset-leader"} {
 		assertLeaseHeld(t, c, lease)
 	}
 	assertNoForbidden(t, l)
-	checkAudit(t, c, a, ControllersSA)
+	checkAudit(t, a, controllers, objs)
 }
 
 // machineAPIControllers is the machine-api-operator's machineset, nodelink

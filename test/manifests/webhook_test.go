@@ -66,22 +66,33 @@ func TestWebhookManifestsMatchDocs(t *testing.T) {
 	}
 }
 
-// TestWebhookServiceMatchesDeployment: the webhook Service selects the pods
-// of the Deployment the deployer applies, targets the port the manager
-// serves the webhooks on, and has the service CA issue the certificate into
-// the secret those pods mount; the webhook configurations call that
-// Service.
+// TestWebhookServiceMatchesDeployment: in each OpenShift overlay, the
+// webhook Service selects the pods of the Deployment the overlay's deployer
+// applies (named after its --cloud), targets the port the manager serves
+// the webhooks on, and has the service CA issue the certificate into the
+// secret those pods mount; the webhook configurations call that Service.
 func TestWebhookServiceMatchesDeployment(t *testing.T) {
+	for _, k := range kustomizations {
+		if k == "default" {
+			continue // no webhooks on a plain cluster
+		}
+		t.Run(strings.ReplaceAll(k, "/", "-"), func(t *testing.T) { webhookServiceMatchesDeployment(t, k) })
+	}
+}
+
+func webhookServiceMatchesDeployment(t *testing.T, dir string) {
+	objs := render(t, dir)
 	d := deployer.Deployment(deployer.Spec{
 		Namespace:      Namespace,
 		Images:         deployer.Images{MachineAPIOperator: "mao:test", KubeRBACProxy: "krp:test"},
 		ProviderImage:  "machine-api-provider:latest",
 		TokenSecret:    "cloudscale-token",
-		ServiceAccount: ControllersSA,
+		ServiceAccount: controllersSA(t, objs),
+		Cloud:          deployerFlags(t, objs)["cloud"],
 	})
 	var svc corev1.Service
 	var clientServices []map[string]any
-	for _, u := range render(t, "overlays/cloudscale") {
+	for _, u := range objs {
 		switch {
 		case u.GetKind() == "Service" && u.GetName() == "machine-api-provider-webhook":
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &svc); err != nil {
@@ -96,7 +107,7 @@ func TestWebhookServiceMatchesDeployment(t *testing.T) {
 		}
 	}
 	if svc.Name == "" {
-		t.Fatal("config/overlays/cloudscale has no Service machine-api-provider-webhook")
+		t.Fatalf("config/%s has no Service machine-api-provider-webhook", dir)
 	}
 	for _, s := range clientServices {
 		if s["name"] != svc.Name || s["namespace"] != svc.Namespace || fmt.Sprint(s["port"]) != fmt.Sprint(svc.Spec.Ports[0].Port) {
@@ -110,7 +121,7 @@ func TestWebhookServiceMatchesDeployment(t *testing.T) {
 	}
 	for k, v := range svc.Spec.Selector {
 		if labels[k] != v {
-			t.Errorf("the Service selects %s=%s; the deployer's pods have %v", k, v, labels)
+			t.Errorf("the Service selects %s=%s; the pods of the deployer's %s have %v", k, v, d.Name, labels)
 		}
 	}
 	machine := container(t, d, deployer.MachineContainer)

@@ -1,6 +1,8 @@
 package deployer
 
 import (
+	"maps"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,5 +41,55 @@ func TestDeploymentForExoscale(t *testing.T) {
 	d := findContainer(t, Deployment(testSpec()).Spec.Template.Spec.Containers, MachineContainer)
 	if _, ok := argValue(d.Args, "--cloud"); ok || d.Env[0].Name != "CLOUDSCALE_API_TOKEN" {
 		t.Errorf("default: args %v, env %v", d.Args, d.Env)
+	}
+}
+
+// TestDeploymentNamedAfterTheCloud: the Deployment, its selector and its
+// pods' instance label (which the webhook Service selects) carry the
+// cloud's name. Without a cloud they are exactly what they always were, so
+// that an existing installation is upgraded in place (a Deployment's
+// selector cannot change).
+func TestDeploymentNamedAfterTheCloud(t *testing.T) {
+	for cloud, want := range map[string]string{
+		"":           "machine-api-controllers-cloudscale",
+		"cloudscale": "machine-api-controllers-cloudscale",
+		"exoscale":   "machine-api-controllers-exoscale",
+	} {
+		if got := DeploymentName(cloud); got != want {
+			t.Errorf("DeploymentName(%q) = %s, want %s", cloud, got, want)
+		}
+		s := testSpec()
+		s.Cloud = cloud
+		d := Deployment(s)
+		if d.Name != want {
+			t.Errorf("cloud %q: Deployment %s, want %s", cloud, d.Name, want)
+		}
+		wantSelector := map[string]string{"api": "clusterapi", "k8s-app": "controller", "app.kubernetes.io/instance": want}
+		if !maps.Equal(d.Spec.Selector.MatchLabels, wantSelector) {
+			t.Errorf("cloud %q: selector %v, want %v", cloud, d.Spec.Selector.MatchLabels, wantSelector)
+		}
+		if l := d.Spec.Template.Labels["app.kubernetes.io/instance"]; l != want {
+			t.Errorf("cloud %q: the pods' instance label is %q, want %s", cloud, l, want)
+		}
+	}
+}
+
+// TestCloudMakesAValidName: New refuses a cloud that would make an invalid
+// Deployment name or label value, before anything is applied.
+func TestCloudMakesAValidName(t *testing.T) {
+	for cloud, ok := range map[string]bool{
+		"":                      true,
+		"exoscale":              true,
+		"Exoscale":              false,
+		"exo_scale":             false,
+		"exoscale.ch":           false,
+		strings.Repeat("a", 39): true, // 24 + 39 = 63, a label value's limit
+		strings.Repeat("a", 40): false,
+		"what?":                 false,
+	} {
+		_, err := New(nil, nil, nil, Options{ProviderImage: "provider:test", Cloud: cloud})
+		if (err == nil) != ok {
+			t.Errorf("cloud %q: error %v, want accepted: %v", cloud, err, ok)
+		}
 	}
 }

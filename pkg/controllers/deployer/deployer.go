@@ -8,7 +8,8 @@
 //
 // The images come from the operator's ConfigMap machine-api-operator-images
 // (key images.json), which every release updates, so a cluster upgrade rolls
-// the controllers. The Deployment (machine-api-controllers-cloudscale) is
+// the controllers. The Deployment, named after the cloud it runs the
+// provider for (machine-api-controllers-<cloud>, DeploymentName), is
 // applied server-side with the field manager machine-api-provider-deployer
 // and forced ownership: a deleted Deployment is recreated, and a field the
 // deployer sets that someone edits is set back. Fields the deployer does not
@@ -126,7 +127,8 @@ type Options struct {
 	// CloudscaleAPIURL is handed to the provider when set.
 	CloudscaleAPIURL string
 	// Cloud, CredentialsEnv and ProviderEnv configure the provider for
-	// another cloud than cloudscale.ch (see Spec).
+	// another cloud than cloudscale.ch (see Spec). Cloud names the
+	// Deployment (DeploymentName).
 	Cloud          string
 	CredentialsEnv []CredentialEnv
 	ProviderEnv    []corev1.EnvVar
@@ -174,6 +176,9 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 	opts.setDefaults()
 	if opts.ProviderImage == "" {
 		return nil, fmt.Errorf("deployer: no provider image")
+	}
+	if err := checkCloud(opts.Cloud); err != nil {
+		return nil, fmt.Errorf("deployer: %w", err)
 	}
 	if reader == nil {
 		reader = c
@@ -228,7 +233,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(r.opts.Name).
 		For(&corev1.ConfigMap{}, builder.WithPredicates(named(ImagesConfigMap))).
 		Watches(&appsv1.Deployment{}, toKey, builder.WithPredicates(
-			named(DeploymentName, OperatorDeploymentName),
+			named(r.deploymentName(), OperatorDeploymentName),
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
 		)).
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -241,6 +246,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.Complete(r)
 }
+
+// deploymentName is our Deployment's name, after the cloud.
+func (r *Reconciler) deploymentName() string { return DeploymentName(r.opts.Cloud) }
 
 func (r *Reconciler) key() types.NamespacedName {
 	return types.NamespacedName{Namespace: r.opts.Namespace, Name: ImagesConfigMap}
@@ -306,35 +314,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		TrustedCAHash:             caHash,
 	})
 	if err := r.apply(ctx, d); err != nil {
-		if rerr := r.reportOnly(ctx, false, ReasonApplyFailed, fmt.Sprintf("applying Deployment %s/%s: %v", ns, DeploymentName, err)); rerr != nil {
+		if rerr := r.reportOnly(ctx, false, ReasonApplyFailed, fmt.Sprintf("applying Deployment %s/%s: %v", ns, d.Name, err)); rerr != nil {
 			log.FromContext(ctx).Error(rerr, "Writing the status failed")
 		}
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.reportOnly(ctx, true, ReasonApplied, fmt.Sprintf(
 		"Deployment %s/%s applied: machine-api-operator %s, kube-rbac-proxy %s, provider %s; %s; %s",
-		ns, DeploymentName, images.MachineAPIOperator, images.KubeRBACProxy, r.opts.ProviderImage,
+		ns, d.Name, images.MachineAPIOperator, images.KubeRBACProxy, r.opts.ProviderImage,
 		proxy.describe(), describeTrustedCA(caHash)))
 }
 
 // standBack removes our Deployment, if we applied one, while the operator
 // runs its own.
 func (r *Reconciler) standBack(ctx context.Context) error {
-	ns := r.opts.Namespace
+	ns, name := r.opts.Namespace, r.deploymentName()
 	msg := fmt.Sprintf("the machine-api-operator runs its own Deployment %s/%s (a platform it supports): not deploying %s",
-		ns, OperatorDeploymentName, DeploymentName)
+		ns, OperatorDeploymentName, name)
 	deleted := false
 	ours := &appsv1.Deployment{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: DeploymentName}, ours)
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ours)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return err
 	case ours.Labels[ManagedByLabel] != ManagedByValue:
-		msg += fmt.Sprintf("; a Deployment %s not labelled %s=%s is left alone", DeploymentName, ManagedByLabel, ManagedByValue)
+		msg += fmt.Sprintf("; a Deployment %s not labelled %s=%s is left alone", name, ManagedByLabel, ManagedByValue)
 	case ours.DeletionTimestamp.IsZero():
 		if err := r.client.Delete(ctx, ours, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting Deployment %s/%s: %w", ns, DeploymentName, err)
+			return fmt.Errorf("deleting Deployment %s/%s: %w", ns, name, err)
 		}
 		deleted = true
 	}
@@ -343,7 +351,7 @@ func (r *Reconciler) standBack(ctx context.Context) error {
 		return err
 	}
 	if deleted {
-		m := fmt.Sprintf("deleted Deployment %s/%s: the machine-api-operator runs its own %s", ns, DeploymentName, OperatorDeploymentName)
+		m := fmt.Sprintf("deleted Deployment %s/%s: the machine-api-operator runs its own %s", ns, name, OperatorDeploymentName)
 		log.FromContext(ctx).Info(m)
 		r.recorder.Event(status, corev1.EventTypeNormal, ReasonDeploymentDeleted, m)
 	}

@@ -196,7 +196,7 @@ func TestController(t *testing.T) {
 		e.must(e.c.Create(e.ctx, operatorDeployment(e.ns)))
 		e.waitNoDeployment()
 		e.waitCondition(metav1.ConditionFalse, deployer.ReasonOperatorDeploymentPresent)
-		e.waitEvent(corev1.EventTypeNormal, deployer.ReasonDeploymentDeleted, deployer.DeploymentName)
+		e.waitEvent(corev1.EventTypeNormal, deployer.ReasonDeploymentDeleted, e.name)
 		// one warning per refusal (the recorder may fold them into one
 		// Event with a count)
 		e.poll("a second refusal event", func() (bool, string) {
@@ -261,11 +261,43 @@ func TestController(t *testing.T) {
 		if !strings.Contains(c.Message, "serviceAccountName") {
 			t.Errorf("condition message %q does not carry the API server's reason", c.Message)
 		}
-		e.waitEvent(corev1.EventTypeWarning, deployer.ReasonApplyFailed, deployer.DeploymentName)
+		e.waitEvent(corev1.EventTypeWarning, deployer.ReasonApplyFailed, e.name)
 		e.consistentlyNoDeployment(time.Second)
 	})
 
 	t.Run("PlainCluster", func(t *testing.T) { testPlainCluster(t, cfg) })
+
+	// Another cloud: the Deployment is named after it, is watched under
+	// that name (deleted, it comes back) and goes under that name when the
+	// operator deploys its own; the cloudscale.ch name is never used.
+	t.Run("NamedAfterTheCloud", func(t *testing.T) {
+		e := start(t, cfg, func(o *deployer.Options) { o.Cloud = "othercloud" })
+		if e.name != "machine-api-controllers-othercloud" {
+			t.Fatalf("the Deployment for othercloud is named %s", e.name)
+		}
+		e.createImages(maoImg1, proxyImg1)
+		first := e.waitDeployment(func(d *appsv1.Deployment) bool { return true })
+		if l := first.Spec.Template.Labels["app.kubernetes.io/instance"]; l != e.name {
+			t.Errorf("the pods' instance label is %q, want %s", l, e.name)
+		}
+		c := e.waitCondition(metav1.ConditionTrue, deployer.ReasonApplied)
+		if !strings.Contains(c.Message, e.name) {
+			t.Errorf("condition message %q does not name the Deployment %s", c.Message, e.name)
+		}
+		e.must(e.c.Delete(e.ctx, first))
+		e.waitDeployment(func(d *appsv1.Deployment) bool { return d.UID != first.UID })
+
+		e.must(e.c.Create(e.ctx, operatorDeployment(e.ns)))
+		e.waitNoDeployment()
+		e.waitEvent(corev1.EventTypeNormal, deployer.ReasonDeploymentDeleted, e.name)
+		var list appsv1.DeploymentList
+		e.must(e.c.List(e.ctx, &list, client.InNamespace(e.ns)))
+		for _, d := range list.Items {
+			if d.Name != deployer.OperatorDeploymentName {
+				t.Errorf("Deployment %s is left; only the operator's should be", d.Name)
+			}
+		}
+	})
 
 	t.Run("ImagesMissing", func(t *testing.T) {
 		e := start(t, cfg)
@@ -320,6 +352,8 @@ type env struct {
 	ctx context.Context
 	c   client.Client
 	ns  string
+	// name is the Deployment's, after the deployer's cloud.
+	name string
 }
 
 var nsCount int
@@ -354,7 +388,7 @@ func start(t *testing.T, cfg *rest.Config, opts ...func(*deployer.Options)) *env
 		t.Fatal(err)
 	}
 	testenv.Run(t, mgr)
-	return &env{t: t, ctx: ctx, c: c, ns: ns}
+	return &env{t: t, ctx: ctx, c: c, ns: ns, name: deployer.DeploymentName(o.Cloud)}
 }
 
 // reconciles is how often the controller has reconciled, from
@@ -405,7 +439,7 @@ func (e *env) createImages(mao, proxy string) {
 func (e *env) getDeployment() *appsv1.Deployment {
 	e.t.Helper()
 	d := &appsv1.Deployment{}
-	e.must(e.c.Get(e.ctx, types.NamespacedName{Namespace: e.ns, Name: deployer.DeploymentName}, d))
+	e.must(e.c.Get(e.ctx, types.NamespacedName{Namespace: e.ns, Name: e.name}, d))
 	return d
 }
 
@@ -430,7 +464,7 @@ func (e *env) waitDeployment(ok func(*appsv1.Deployment) bool) *appsv1.Deploymen
 	var got *appsv1.Deployment
 	e.poll("our Deployment", func() (bool, string) {
 		d := &appsv1.Deployment{}
-		err := e.c.Get(e.ctx, types.NamespacedName{Namespace: e.ns, Name: deployer.DeploymentName}, d)
+		err := e.c.Get(e.ctx, types.NamespacedName{Namespace: e.ns, Name: e.name}, d)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -443,7 +477,7 @@ func (e *env) waitDeployment(ok func(*appsv1.Deployment) bool) *appsv1.Deploymen
 func (e *env) waitNoDeployment() {
 	e.t.Helper()
 	e.poll("our Deployment to go", func() (bool, string) {
-		err := e.c.Get(e.ctx, types.NamespacedName{Namespace: e.ns, Name: deployer.DeploymentName}, &appsv1.Deployment{})
+		err := e.c.Get(e.ctx, types.NamespacedName{Namespace: e.ns, Name: e.name}, &appsv1.Deployment{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
@@ -451,7 +485,7 @@ func (e *env) waitNoDeployment() {
 func (e *env) consistentlyNoDeployment(d time.Duration) {
 	e.t.Helper()
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		err := e.c.Get(e.ctx, types.NamespacedName{Namespace: e.ns, Name: deployer.DeploymentName}, &appsv1.Deployment{})
+		err := e.c.Get(e.ctx, types.NamespacedName{Namespace: e.ns, Name: e.name}, &appsv1.Deployment{})
 		if !apierrors.IsNotFound(err) {
 			e.t.Fatalf("our Deployment exists (get: %v), want none", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 )
 
@@ -76,7 +77,8 @@ type Spec struct {
 	// controller and its metrics proxy.
 	WithoutMachineHealthCheck bool
 	// Cloud is handed to the provider's manager as --cloud; "" keeps the
-	// manager's default (cloudscale).
+	// manager's default (DefaultCloud). It names the Deployment
+	// (DeploymentName).
 	Cloud string
 	// CredentialsEnv maps TokenSecret's keys to the environment variables
 	// the provider reads its default credentials from; empty: key "token"
@@ -102,11 +104,37 @@ type CredentialEnv struct {
 // DefaultCredentialsEnv is cloudscale.ch's: the token under "token".
 var DefaultCredentialsEnv = []CredentialEnv{{Name: "CLOUDSCALE_API_TOKEN", Key: "token"}}
 
-// Names, labels and annotations of the Deployment.
+// DefaultCloud is the cloud of a Spec or Options without one: the
+// manager's default.
+const DefaultCloud = "cloudscale"
+
+// DeploymentName is the name of our Deployment for cloud ("" is
+// DefaultCloud), machine-api-controllers-<cloud>, and the value of the
+// instance label its pods carry (which the webhook Service in config/
+// selects). It never clashes with the operator's OperatorDeploymentName,
+// and an operator sees which cloud the controllers run for. The RBAC in
+// config/ names it too.
+func DeploymentName(cloud string) string {
+	if cloud == "" {
+		cloud = DefaultCloud
+	}
+	return OperatorDeploymentName + "-" + cloud
+}
+
+// checkCloud refuses a cloud that cannot be part of DeploymentName: it
+// must be a valid label value and make a valid object name.
+func checkCloud(cloud string) error {
+	name := DeploymentName(cloud)
+	problems := validation.IsDNS1123Label(name)
+	problems = append(problems, validation.IsValidLabelValue(name)...)
+	if len(problems) > 0 {
+		return fmt.Errorf("cloud %q makes the Deployment name %q, which is not valid: %s", cloud, name, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Labels and annotations of the Deployment.
 const (
-	// DeploymentName is our Deployment's name; the operator's own is
-	// OperatorDeploymentName, so the two never clash.
-	DeploymentName = "machine-api-controllers-cloudscale"
 	// ManagedByLabel marks what the deployer applies.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	// ManagedByValue is ManagedByLabel's value, and the field manager of
@@ -203,10 +231,11 @@ func podLabels() map[string]string {
 // manager as the machine controller, and a kube-rbac-proxy in front of each
 // metrics endpoint, placed and prioritised as the operator places its own.
 func Deployment(s Spec) *appsv1.Deployment {
+	name := DeploymentName(s.Cloud)
 	selector := podLabels()
-	selector[instanceLabel] = DeploymentName
+	selector[instanceLabel] = name
 	tmplLabels := podLabels()
-	tmplLabels[instanceLabel] = DeploymentName
+	tmplLabels[instanceLabel] = name
 	tmplLabels[ManagedByLabel] = ManagedByValue
 	labels := podLabels()
 	labels[ManagedByLabel] = ManagedByValue
@@ -241,7 +270,7 @@ func Deployment(s Spec) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      DeploymentName,
+			Name:      name,
 			Namespace: s.Namespace,
 			Labels:    labels,
 		},

@@ -58,7 +58,7 @@ func argValue(args []string, flag string) (string, bool) {
 
 func TestDeploymentShape(t *testing.T) {
 	d := Deployment(testSpec())
-	if d.Name != DeploymentName || d.Namespace != "openshift-machine-api" || d.Name == OperatorDeploymentName {
+	if d.Name != "machine-api-controllers-cloudscale" || d.Namespace != "openshift-machine-api" || d.Name == OperatorDeploymentName {
 		t.Fatalf("name = %s/%s", d.Namespace, d.Name)
 	}
 	if d.Labels[ManagedByLabel] != ManagedByValue {
