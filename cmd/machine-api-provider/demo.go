@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
@@ -18,24 +19,29 @@ import (
 
 func demoCommand() *cobra.Command {
 	var (
-		o              demo.Options
-		flavor, cpu    string
-		pods, maxNodes int
-		keep           bool
+		o                 demo.Options
+		instanceType, cpu string
+		pods, maxNodes    int
+		keep              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Show the autoscaling loop on this machine: from zero workers to enough and back",
-		Long: `Start a local OpenShift-like control plane with the cloudscale.ch emulator, this
-provider, the machine-api-operator's MachineSet, nodelink and MachineHealthCheck
-controllers and the real cluster-autoscaler; then deploy pods that fit nowhere and
-watch the autoscaler scale a MachineSet up from zero, and back to zero Machines,
-Nodes and servers when the pods are gone. Needs the tools of ` + "`make tools`" + `
-in --bin-dir. The terminal shows only the progress; everything else logs to
-demo.log in --dir.`,
+		Long: `Start a local OpenShift-like control plane with a cloud's emulator (--cloud:
+cloudscale.ch or Exoscale), this provider, the machine-api-operator's MachineSet,
+nodelink and MachineHealthCheck controllers and the real cluster-autoscaler; then
+deploy pods that fit nowhere and watch the autoscaler scale a MachineSet up from
+zero, and back to zero Machines, Nodes and servers when the pods are gone. Needs
+the tools of ` + "`make tools`" + ` in --bin-dir. The terminal shows only the
+progress; everything else logs to demo.log in --dir.`,
+		Example: `  machine-api-provider demo --bin-dir bin
+  machine-api-provider demo --bin-dir bin --cloud exoscale --keep=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			out := cmd.OutOrStdout()
+			if _, err := demo.Title(o.Cloud); err != nil {
+				return err
+			}
 			if o.Dir == "" {
 				dir, err := os.MkdirTemp("", "machine-api-provider-demo-")
 				if err != nil {
@@ -56,7 +62,7 @@ demo.log in --dir.`,
 				return err
 			}
 			defer logFile.Close()
-			o.Log = funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 2})
+			o.Log = funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 2, LogTimestamp: true})
 			// Before anything of controller-runtime or client-go runs: the
 			// process-wide loggers go to the log file, not the terminal.
 			// (controller-runtime's, never set, dumps a stack on stderr
@@ -64,7 +70,7 @@ demo.log in --dir.`,
 			ctrllog.SetLogger(o.Log)
 			klog.SetLogger(o.Log)
 			o.Autoscaler = true
-			err = runDemo(cmd.Context(), out, o, flavor, cpu, int32(pods), maxNodes, keep)
+			err = runDemo(cmd.Context(), out, o, instanceType, cpu, int32(pods), maxNodes, keep)
 			if cmd.Context().Err() != nil {
 				// Ctrl-C is how a demo ends.
 				err = nil
@@ -73,13 +79,15 @@ demo.log in --dir.`,
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.Cloud, "cloud", demo.Cloudscale, "the cloud to emulate: "+strings.Join(demo.Clouds, " or "))
 	f.StringVar(&o.BinDir, "bin-dir", "bin", "directory with the binaries `make tools` builds")
 	f.StringVar(&o.Dir, "dir", "", "directory for the kubeconfig and logs (default: a new temporary one)")
 	f.DurationVar(&o.BootTime, "boot-time", 5*time.Second, "how long an emulated server takes to boot")
 	f.DurationVar(&o.RegisterDelay, "register-delay", 3*time.Second, "how long after booting its Node registers")
 	f.DurationVar(&o.ScaleDownUnneeded, "scale-down-unneeded", 20*time.Second, "how long a node must be unneeded before the autoscaler removes it")
 	f.DurationVar(&o.ScaleDownDelayAfterAdd, "scale-down-delay-after-add", 20*time.Second, "how long after a scale-up the autoscaler considers scaling down")
-	f.StringVar(&flavor, "flavor", "flex-8-4", "flavor of the worker MachineSet")
+	f.StringVar(&instanceType, "instance-type", "", "flavor (cloudscale.ch) or instance type (Exoscale) of the worker MachineSet (default flex-8-4 or standard.large: 4 vCPUs, 8 GiB)")
+	f.StringVar(&instanceType, "flavor", "", "the same as --instance-type")
 	f.StringVar(&cpu, "pod-cpu", "1500m", "CPU each demo pod requests")
 	f.IntVar(&pods, "pods", 6, "pods of the demo workload")
 	f.IntVar(&maxNodes, "max-nodes", 4, "the MachineSet's autoscaling maximum")
@@ -87,9 +95,13 @@ demo.log in --dir.`,
 	return cmd
 }
 
-func runDemo(ctx context.Context, out io.Writer, o demo.Options, flavor, cpu string, pods int32, maxNodes int, keep bool) error {
+func runDemo(ctx context.Context, out io.Writer, o demo.Options, instanceType, cpu string, pods int32, maxNodes int, keep bool) error {
 	step := func(format string, args ...any) { fmt.Fprintf(out, "\n==> "+format+"\n", args...) }
-	step("starting etcd, kube-apiserver, controller-manager, scheduler, kwok, the cloudscale.ch emulator, the provider, the machine-api controllers and the cluster-autoscaler (logs in %s)", o.Dir)
+	title, err := demo.Title(o.Cloud)
+	if err != nil {
+		return err
+	}
+	step("starting etcd, kube-apiserver, controller-manager, scheduler, kwok, the %s emulator, the provider, the machine-api controllers and the cluster-autoscaler (logs in %s)", title, o.Dir)
 	e, err := demo.Start(o)
 	defer func() {
 		step("stopping everything")
@@ -100,8 +112,9 @@ func runDemo(ctx context.Context, out io.Writer, o demo.Options, flavor, cpu str
 	if err != nil {
 		return err
 	}
-	step("MachineSet %s: flavor %s, 0 replicas, autoscaling between 0 and %d", demo.MachineSetName, flavor, maxNodes)
-	if err := e.Client.Create(ctx, demo.MachineSet(flavor, 0, maxNodes)); err != nil {
+	ms := e.MachineSet(instanceType, 0, maxNodes)
+	step("MachineSet %s on %s: %s, 0 replicas, autoscaling between 0 and %d", ms.Name, title, e.DescribeInstanceType(instanceType), maxNodes)
+	if err := e.Client.Create(ctx, ms); err != nil {
 		return err
 	}
 	step("Deployment %s: %d pods of %s CPU each; no worker exists to run them", demo.WorkloadName, pods, cpu)

@@ -19,9 +19,36 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 	"github.com/appuio/machine-api-provider/pkg/localcluster"
 )
+
+// Server is what the simulation needs to know of an emulated server to
+// register its Node as the kubelet of a booted worker would.
+type Server struct {
+	// ID is the cloud's ID of the server; ProviderID the Node's
+	// spec.providerID for it ("<cloud>://<ID>", as the Machine has it).
+	ID, ProviderID string
+	// Name is the server's name: the Node's name when no Machine says
+	// otherwise.
+	Name string
+	// Running: booted, its kubelet may start.
+	Running bool
+	// InstanceType, Zone and Region become the Node's well-known labels.
+	InstanceType, Zone, Region string
+	// What the instance type and the root disk give the Node.
+	CPUs, GPUs  int
+	MemoryBytes int64
+	DiskGiB     int
+	// PrivateIPs and PublicIPs become the Node's addresses.
+	PrivateIPs, PublicIPs []string
+}
+
+// Cloud is the simulation's view of an emulated cloud: its servers as they
+// are now, read in-process (no API call to count). Each emulator has one
+// (pkg/demo).
+type Cloud interface {
+	Servers() []Server
+}
 
 // Options configure the simulation.
 type Options struct {
@@ -37,11 +64,11 @@ type Options struct {
 
 // Simulator registers and abandons Nodes for the servers of an emulator.
 type Simulator struct {
-	client   client.Client
-	emulator *emucs.Emulator
-	o        Options
-	running  map[string]time.Time // server UUID -> first seen running
-	// registered: server UUIDs whose Node has registered. A kubelet
+	client  client.Client
+	cloud   Cloud
+	o       Options
+	running map[string]time.Time // provider ID -> first seen running
+	// registered: provider IDs whose Node has registered. A kubelet
 	// registers its Node once, when it starts; after that a deleted Node
 	// stays deleted. Without this, a Node the machine controller deletes
 	// right after the server could come back from a look at the emulator
@@ -50,14 +77,14 @@ type Simulator struct {
 }
 
 // New returns a simulator; Run starts it.
-func New(c client.Client, emu *emucs.Emulator, o Options) *Simulator {
+func New(c client.Client, cloud Cloud, o Options) *Simulator {
 	if o.MaxPods == 0 {
 		o.MaxPods = 250
 	}
 	if o.Interval == 0 {
 		o.Interval = 500 * time.Millisecond
 	}
-	return &Simulator{client: c, emulator: emu, o: o, running: map[string]time.Time{}, registered: map[string]bool{}}
+	return &Simulator{client: c, cloud: cloud, o: o, running: map[string]time.Time{}, registered: map[string]bool{}}
 }
 
 // Run simulates until ctx ends.
@@ -79,26 +106,25 @@ func (s *Simulator) Run(ctx context.Context) error {
 // Step registers the Nodes of servers that have booted and abandons those
 // of servers that are gone.
 func (s *Simulator) Step(ctx context.Context) error {
-	servers := s.emulator.Servers()
+	servers := s.cloud.Servers()
 	alive := map[string]bool{}
 	for _, srv := range servers {
-		providerID := "cloudscale://" + srv.UUID
-		alive[providerID] = true
-		if srv.Status != "running" {
+		alive[srv.ProviderID] = true
+		if !srv.Running {
 			continue
 		}
-		first, seen := s.running[srv.UUID]
+		first, seen := s.running[srv.ProviderID]
 		if !seen {
-			s.running[srv.UUID] = time.Now()
+			s.running[srv.ProviderID] = time.Now()
 			first = time.Now()
 		}
-		if time.Since(first) < s.o.RegisterDelay || s.registered[srv.UUID] {
+		if time.Since(first) < s.o.RegisterDelay || s.registered[srv.ProviderID] {
 			continue
 		}
-		if err := s.register(ctx, srv, providerID); err != nil {
+		if err := s.register(ctx, srv); err != nil {
 			return err
 		}
-		s.registered[srv.UUID] = true
+		s.registered[srv.ProviderID] = true
 	}
 	var nodes corev1.NodeList
 	if err := s.client.List(ctx, &nodes); err != nil {
@@ -117,7 +143,7 @@ func (s *Simulator) Step(ctx context.Context) error {
 		s.o.Log.Info("server gone, node stops heartbeating", "node", n.Name)
 	}
 	for id := range s.running {
-		if !alive["cloudscale://"+id] {
+		if !alive[id] {
 			delete(s.running, id)
 			delete(s.registered, id)
 		}
@@ -126,8 +152,8 @@ func (s *Simulator) Step(ctx context.Context) error {
 }
 
 // register creates the Node of a running server unless it exists.
-func (s *Simulator) register(ctx context.Context, srv emucs.ServerInfo, providerID string) error {
-	name := srv.Name
+func (s *Simulator) register(ctx context.Context, srv Server) error {
+	name, providerID := srv.Name, srv.ProviderID
 	// The kubelet names its Node as the Machine's NodeInternalDNS says.
 	var machines machinev1.MachineList
 	if err := s.client.List(ctx, &machines); err != nil {
@@ -147,7 +173,7 @@ func (s *Simulator) register(ctx context.Context, srv emucs.ServerInfo, provider
 	if err == nil || !apierrors.IsNotFound(err) {
 		return err
 	}
-	node := nodeFor(srv, name, providerID, s.o.MaxPods)
+	node := nodeFor(srv, name, s.o.MaxPods)
 	if err := s.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("registering node %s: %w", name, err)
 	}
@@ -155,16 +181,12 @@ func (s *Simulator) register(ctx context.Context, srv emucs.ServerInfo, provider
 	return nil
 }
 
-func nodeFor(srv emucs.ServerInfo, name, providerID string, maxPods int) *corev1.Node {
-	region := srv.Zone
-	for len(region) > 0 && region[len(region)-1] >= '0' && region[len(region)-1] <= '9' {
-		region = region[:len(region)-1]
-	}
+func nodeFor(srv Server, name string, maxPods int) *corev1.Node {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(int64(srv.VCPUs), resource.DecimalSI),
-		corev1.ResourceMemory:           *resource.NewQuantity(int64(srv.MemoryGB)<<30, resource.BinarySI),
+		corev1.ResourceCPU:              *resource.NewQuantity(int64(srv.CPUs), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(srv.MemoryBytes, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(srv.RootVolumeGB)<<30, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(srv.DiskGiB)<<30, resource.BinarySI),
 	}
 	if srv.GPUs > 0 {
 		capacity["nvidia.com/gpu"] = *resource.NewQuantity(int64(srv.GPUs), resource.DecimalSI)
@@ -176,14 +198,14 @@ func nodeFor(srv emucs.ServerInfo, name, providerID string, maxPods int) *corev1
 				"kubernetes.io/hostname":           name,
 				"kubernetes.io/os":                 "linux",
 				"kubernetes.io/arch":               "amd64",
-				"node.kubernetes.io/instance-type": srv.Flavor,
+				"node.kubernetes.io/instance-type": srv.InstanceType,
 				"topology.kubernetes.io/zone":      srv.Zone,
-				"topology.kubernetes.io/region":    region,
+				"topology.kubernetes.io/region":    srv.Region,
 				"node-role.kubernetes.io/worker":   "",
 			},
 			Annotations: map[string]string{localcluster.KwokNodeAnnotation: "fake"},
 		},
-		Spec: corev1.NodeSpec{ProviderID: providerID},
+		Spec: corev1.NodeSpec{ProviderID: srv.ProviderID},
 	}
 	n.Status.Capacity, n.Status.Allocatable = capacity, capacity
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}}
@@ -196,6 +218,6 @@ func nodeFor(srv emucs.ServerInfo, name, providerID string, maxPods int) *corev1
 		}
 		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: ip})
 	}
-	n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.34.4", OperatingSystem: "linux", Architecture: "amd64", OSImage: "Red Hat Enterprise Linux CoreOS (emulated)", MachineID: srv.UUID, SystemUUID: srv.UUID}
+	n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.34.4", OperatingSystem: "linux", Architecture: "amd64", OSImage: "Red Hat Enterprise Linux CoreOS (emulated)", MachineID: srv.ID, SystemUUID: srv.ID}
 	return n
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	v3 "github.com/exoscale/egoscale/v3"
+	"github.com/exoscale/egoscale/v3/credentials"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,16 +19,112 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/bootsim"
+	"github.com/appuio/machine-api-provider/pkg/demo"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/localcluster"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
 
+// emulated is one cloud's emulator, driven through its real SDK, and the
+// boot simulation's view of it (pkg/demo's).
+type emulated struct {
+	view bootsim.Cloud
+	// create makes a server named name, 4 vCPUs, 50 GiB disk, and returns
+	// its ID; delete deletes it.
+	create func(t *testing.T, name string) string
+	delete func(t *testing.T, id string)
+	scheme string
+	// What the Node of such a server has.
+	memory, instanceType, zone, region string
+}
+
+func cloudscaleEmulator(t *testing.T) emulated {
+	emu, err := emucs.New(emucs.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	sdk := cloudscale.NewClient(nil)
+	sdk.BaseURL, _ = url.Parse(srv.URL + "/")
+	sdk.AuthToken = "t"
+	return emulated{
+		view: demo.CloudscaleServers(emu), scheme: "cloudscale",
+		create: func(t *testing.T, name string) string {
+			s, err := sdk.Servers.Create(context.Background(), &cloudscale.ServerRequest{Name: name, Flavor: "flex-16-4", Image: "debian-12", Zone: "lpg1", VolumeSizeGB: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.UUID
+		},
+		delete: func(t *testing.T, id string) {
+			if err := sdk.Servers.Delete(context.Background(), id); err != nil {
+				t.Fatal(err)
+			}
+		},
+		memory: "16Gi", instanceType: "flex-16-4", zone: "lpg1", region: "lpg",
+	}
+}
+
+func exoscaleEmulator(t *testing.T) emulated {
+	emu, err := emuexo.New(emuexo.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	sdk, err := v3.NewClient(credentials.NewStaticCredentials(emuexo.DefaultAPIKey, emuexo.DefaultAPISecret),
+		v3.ClientOptWithEndpoint(v3.Endpoint(srv.URL+"/v2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return emulated{
+		view: demo.ExoscaleServers(emu), scheme: "exoscale",
+		create: func(t *testing.T, name string) string {
+			ctx := context.Background()
+			tpls, err := sdk.ListTemplates(ctx, v3.ListTemplatesWithVisibility(v3.ListTemplatesVisibilityPrivate))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rhcos, err := tpls.FindTemplate(emuexo.DefaultTemplates[0].Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op, err := sdk.CreateInstance(ctx, v3.CreateInstanceRequest{
+				Name: name, DiskSize: 50, Template: &v3.Template{ID: rhcos.ID},
+				InstanceType: &v3.InstanceType{ID: v3.UUID(emuexo.InstanceTypeID("standard.large"))},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(op.Reference.ID)
+		},
+		delete: func(t *testing.T, id string) {
+			if _, err := sdk.DeleteInstance(context.Background(), v3.UUID(id)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		// Exoscale has no regions: its CCM labels the zone as the region.
+		memory: "8Gi", instanceType: "standard.large", zone: "ch-gva-2", region: "ch-gva-2",
+	}
+}
+
 // A running server gets the Node its kubelet would register — named as its
 // Machine's NodeInternalDNS, with its provider ID, capacity and addresses,
-// marked for kwok — and a deleted server's Node stops heartbeating.
+// marked for kwok — and a deleted server's Node stops heartbeating; on
+// either cloud, through the cloud's view of its emulator.
 func TestNodesFollowServers(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		emu  func(*testing.T) emulated
+	}{{"cloudscale", cloudscaleEmulator}, {"exoscale", exoscaleEmulator}} {
+		t.Run(c.name, func(t *testing.T) { testNodesFollowServers(t, c.emu(t)) })
+	}
+}
+
+func testNodesFollowServers(t *testing.T, emu emulated) {
 	ctx := context.Background()
 	cfg, _ := testenv.Start(t, testenv.WithMachineAPI(t))
 	scheme, err := manager.Scheme()
@@ -37,19 +135,7 @@ func TestNodesFollowServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	emu, err := emucs.New(emucs.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(emu)
-	t.Cleanup(srv.Close)
-	sdk := cloudscale.NewClient(nil)
-	sdk.BaseURL, _ = url.Parse(srv.URL + "/")
-	sdk.AuthToken = "t"
-	server, err := sdk.Servers.Create(ctx, &cloudscale.ServerRequest{Name: "worker-a", Flavor: "flex-16-4", Image: "debian-12", Zone: "lpg1", VolumeSizeGB: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := emu.create(t, "worker-a")
 
 	// The Machine says what the Node's name will be.
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-machine-api"}}); err != nil {
@@ -57,7 +143,7 @@ func TestNodesFollowServers(t *testing.T) {
 	}
 	m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "worker-a", Namespace: "openshift-machine-api"}}
 	m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{}`)}
-	providerID := "cloudscale://" + server.UUID
+	providerID := emu.scheme + "://" + id
 	m.Spec.ProviderID = &providerID
 	if err := c.Create(ctx, m); err != nil {
 		t.Fatal(err)
@@ -67,7 +153,7 @@ func TestNodesFollowServers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	slow := bootsim.New(c, emu, bootsim.Options{RegisterDelay: time.Hour})
+	slow := bootsim.New(c, emu.view, bootsim.Options{RegisterDelay: time.Hour})
 	if err := slow.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +161,7 @@ func TestNodesFollowServers(t *testing.T) {
 		t.Fatalf("a Node registered before the register delay passed (%v)", err)
 	}
 
-	sim := bootsim.New(c, emu, bootsim.Options{})
+	sim := bootsim.New(c, emu.view, bootsim.Options{})
 	if err := sim.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +172,14 @@ func TestNodesFollowServers(t *testing.T) {
 	if node.Spec.ProviderID != providerID || node.Annotations[localcluster.KwokNodeAnnotation] != "fake" {
 		t.Errorf("providerID %q, kwok annotation %q", node.Spec.ProviderID, node.Annotations[localcluster.KwokNodeAnnotation])
 	}
-	want := map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi", corev1.ResourceEphemeralStorage: "50Gi", corev1.ResourcePods: "250"}
+	want := map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: emu.memory, corev1.ResourceEphemeralStorage: "50Gi", corev1.ResourcePods: "250"}
 	for name, q := range want {
 		if got := node.Status.Capacity[name]; got.Cmp(resource.MustParse(q)) != 0 {
-			t.Errorf("capacity %s = %s, want %s (flex-16-4, 50 GB root volume)", name, got.String(), q)
+			t.Errorf("capacity %s = %s, want %s (%s, 50 GiB disk)", name, got.String(), q, emu.instanceType)
 		}
 	}
-	if node.Labels["topology.kubernetes.io/zone"] != "lpg1" || node.Labels["topology.kubernetes.io/region"] != "lpg" || node.Labels["node.kubernetes.io/instance-type"] != "flex-16-4" {
-		t.Errorf("labels %v", node.Labels)
+	if node.Labels["topology.kubernetes.io/zone"] != emu.zone || node.Labels["topology.kubernetes.io/region"] != emu.region || node.Labels["node.kubernetes.io/instance-type"] != emu.instanceType {
+		t.Errorf("labels %v; want zone %s, region %s, instance type %s", node.Labels, emu.zone, emu.region, emu.instanceType)
 	}
 	var internal, external bool
 	for _, a := range node.Status.Addresses {
@@ -109,9 +195,7 @@ func TestNodesFollowServers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := sdk.Servers.Delete(ctx, server.UUID); err != nil {
-		t.Fatal(err)
-	}
+	emu.delete(t, id)
 	if err := sim.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -126,16 +210,13 @@ func TestNodesFollowServers(t *testing.T) {
 	// still sees its server running stays deleted. (The machine controller
 	// deletes the Node right after the server; a look at the emulator from
 	// just before must not bring the Node back for good.)
-	other, err := sdk.Servers.Create(ctx, &cloudscale.ServerRequest{Name: "worker-b", Flavor: "flex-16-4", Image: "debian-12", Zone: "lpg1", VolumeSizeGB: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
+	emu.create(t, "worker-b")
 	if err := sim.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var nodeB corev1.Node
-	if err := c.Get(ctx, client.ObjectKey{Name: other.Name}, &nodeB); err != nil {
-		t.Fatalf("no Node for server %s: %v", other.Name, err)
+	if err := c.Get(ctx, client.ObjectKey{Name: "worker-b"}, &nodeB); err != nil {
+		t.Fatalf("no Node for server worker-b: %v", err)
 	}
 	if err := c.Delete(ctx, &nodeB); err != nil {
 		t.Fatal(err)
@@ -143,7 +224,7 @@ func TestNodesFollowServers(t *testing.T) {
 	if err := sim.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Name: other.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the deleted Node %s registered again (%v)", other.Name, err)
+	if err := c.Get(ctx, client.ObjectKey{Name: "worker-b"}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the deleted Node worker-b registered again (%v)", err)
 	}
 }

@@ -45,9 +45,17 @@ type View struct {
 	servers  map[string]Server
 	listedAt time.Time // when the list behind servers started
 	written  map[string]write
-	inFlight chan struct{} // closed when the running refresh ends
-	lastErr  error
-	lists    int
+	// merged is the last list with the provider's writes, oldest first,
+	// and byMachine the same by Machine. Every reconcile of the cluster
+	// reads them: they are made again only after a list or a write, or
+	// when a write's grace ends (after mergedUntil), not for each lookup,
+	// which would cost a copy and a sort of the whole list each time.
+	merged      []Server
+	byMachine   map[string][]Server
+	mergedUntil time.Time
+	inFlight    chan struct{} // closed when the running refresh ends
+	lastErr     error
+	lists       int
 	// After a failed list, the next waits: retryAt is when it may run,
 	// failWait how long the last wait was (doubling up to maxFailWait).
 	retryAt  time.Time
@@ -83,34 +91,39 @@ func NewView(client Client, clusterID string, o ViewOptions) *View {
 
 // Machine returns the servers of one Machine, oldest first.
 func (v *View) Machine(ctx context.Context, name string) ([]Server, error) {
-	all, err := v.fresh(ctx, 0)
-	if err != nil {
+	if err := v.fresh(ctx, 0); err != nil {
 		return nil, err
 	}
-	var out []Server
-	for _, s := range all {
-		if s.Machine == name {
-			out = append(out, s)
-		}
-	}
-	return out, nil
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.merge()
+	return append([]Server(nil), v.byMachine[name]...), nil
 }
 
 // All returns every server of the cluster, oldest first, from a list no
 // older than maxAge (0: the view's refresh interval).
 func (v *View) All(ctx context.Context, maxAge time.Duration) ([]Server, error) {
-	return v.fresh(ctx, maxAge)
+	if err := v.fresh(ctx, maxAge); err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.merge()
+	return append([]Server(nil), v.merged...), nil
 }
 
 // Get returns the server with the ID if the view has it.
 func (v *View) Get(ctx context.Context, id string) (*Server, bool, error) {
-	all, err := v.fresh(ctx, 0)
-	if err != nil {
+	if err := v.fresh(ctx, 0); err != nil {
 		return nil, false, err
 	}
-	for i := range all {
-		if all[i].ID == id {
-			return &all[i], true, nil
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.merge()
+	for i := range v.merged {
+		if v.merged[i].ID == id {
+			s := v.merged[i]
+			return &s, true, nil
 		}
 	}
 	return nil, false, nil
@@ -122,6 +135,7 @@ func (v *View) Created(s Server) {
 	defer v.mu.Unlock()
 	cp := s
 	v.written[s.ID] = write{server: &cp, at: v.now()}
+	v.merged = nil
 }
 
 // Deleted takes a server the provider just deleted out of the view.
@@ -129,6 +143,16 @@ func (v *View) Deleted(id string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.written[id] = write{at: v.now()}
+	v.merged = nil
+}
+
+// WasDeleted reports whether the provider deleted the server itself, within
+// the write grace: such a server is gone, and need not be looked up again.
+func (v *View) WasDeleted(id string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w, ok := v.written[id]
+	return ok && w.server == nil && v.now().Sub(w.at) <= v.o.WriteGrace
 }
 
 // Lists counts the list calls the view made, for tests and benchmarks.
@@ -138,20 +162,22 @@ func (v *View) Lists() int {
 	return v.lists
 }
 
-func (v *View) fresh(ctx context.Context, maxAge time.Duration) ([]Server, error) {
+// fresh makes sure the view can answer from a list no older than maxAge
+// (0: the refresh interval), listing when it must: nil when it can, from
+// its last list while a failing refresh leaves that within MaxStale.
+func (v *View) fresh(ctx context.Context, maxAge time.Duration) error {
 	if maxAge <= 0 {
 		maxAge = v.o.Refresh
 	}
 	v.mu.Lock()
 	if v.servers != nil && v.now().Sub(v.listedAt) < maxAge {
-		out := v.snapshot()
 		v.mu.Unlock()
-		return out, nil
+		return nil
 	}
 	if v.lastErr != nil && v.now().Before(v.retryAt) {
-		out, err := v.staleOrErr()
+		err := v.staleOrErr()
 		v.mu.Unlock()
-		return out, err
+		return err
 	}
 	if wait := v.inFlight; wait != nil {
 		// Someone is listing already: take their answer.
@@ -159,17 +185,14 @@ func (v *View) fresh(ctx context.Context, maxAge time.Duration) ([]Server, error
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		v.mu.Lock()
+		defer v.mu.Unlock()
 		if v.lastErr != nil {
-			out, err := v.staleOrErr()
-			v.mu.Unlock()
-			return out, err
+			return v.staleOrErr()
 		}
-		out := v.snapshot()
-		v.mu.Unlock()
-		return out, nil
+		return nil
 	}
 	done := make(chan struct{})
 	v.inFlight = done
@@ -179,6 +202,7 @@ func (v *View) fresh(ctx context.Context, maxAge time.Duration) ([]Server, error
 	list, err := v.client.ListServers(ctx, v.sel)
 
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.inFlight = nil
 	v.lists++
 	v.lastErr = err
@@ -189,6 +213,7 @@ func (v *View) fresh(ctx context.Context, maxAge time.Duration) ([]Server, error
 		}
 		v.listedAt = started
 		v.failWait = 0
+		v.merged = nil
 	} else if ctx.Err() == nil {
 		v.failWait = min(max(2*v.failWait, minFailWait), maxFailWait)
 		wait := v.failWait
@@ -200,32 +225,32 @@ func (v *View) fresh(ctx context.Context, maxAge time.Duration) ([]Server, error
 	}
 	close(done)
 	if err != nil {
-		out, err := v.staleOrErr()
-		v.mu.Unlock()
-		return out, err
+		return v.staleOrErr()
 	}
-	out := v.snapshot()
-	v.mu.Unlock()
-	return out, nil
+	return nil
 }
 
-// staleOrErr answers from the last list while it is not too old. Callers
-// hold mu.
-func (v *View) staleOrErr() ([]Server, error) {
+// staleOrErr says whether the view may answer from its last list after a
+// failed refresh: while that list is not too old. Callers hold mu.
+func (v *View) staleOrErr() error {
 	if v.servers != nil && v.now().Sub(v.listedAt) < v.o.MaxStale {
-		return v.snapshot(), nil
+		return nil
 	}
-	return nil, fmt.Errorf("listing the servers of cluster %s: %w", v.sel.ClusterID, v.lastErr)
+	return fmt.Errorf("listing the servers of cluster %s: %w", v.sel.ClusterID, v.lastErr)
 }
 
-// snapshot merges the last list with the provider's own writes. Callers
-// hold mu.
-func (v *View) snapshot() []Server {
+// merge makes merged and byMachine current: the last list with the
+// provider's own writes. Callers hold mu.
+func (v *View) merge() {
 	now := v.now()
-	merged := make(map[string]Server, len(v.servers)+len(v.written))
-	for id, s := range v.servers {
-		merged[id] = s
+	if v.merged != nil && !now.After(v.mergedUntil) {
+		return
 	}
+	all := make(map[string]Server, len(v.servers)+len(v.written))
+	for id, s := range v.servers {
+		all[id] = s
+	}
+	var until time.Time
 	for id, w := range v.written {
 		// A list that started after the write and agrees with it makes
 		// the write redundant; one that disagrees wins after the grace.
@@ -233,23 +258,36 @@ func (v *View) snapshot() []Server {
 		switch {
 		case now.Sub(w.at) > v.o.WriteGrace:
 			delete(v.written, id)
+			continue
 		case w.server == nil:
-			delete(merged, id)
+			delete(all, id)
 		case !inList:
-			merged[id] = *w.server
+			all[id] = *w.server
 		case !v.listedAt.Before(w.at):
 			delete(v.written, id)
+			continue
+		}
+		if end := w.at.Add(v.o.WriteGrace); until.IsZero() || end.Before(until) {
+			until = end
 		}
 	}
-	out := make([]Server, 0, len(merged))
-	for _, s := range merged {
-		out = append(out, s)
+	if until.IsZero() {
+		// No write to expire: good until the next list or write.
+		until = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
+	merged := make([]Server, 0, len(all))
+	for _, s := range all {
+		merged = append(merged, s)
+	}
+	sort.Slice(merged, func(i, j int) bool {
+		if !merged[i].CreatedAt.Equal(merged[j].CreatedAt) {
+			return merged[i].CreatedAt.Before(merged[j].CreatedAt)
 		}
-		return out[i].ID < out[j].ID
+		return merged[i].ID < merged[j].ID
 	})
-	return out
+	byMachine := make(map[string][]Server)
+	for _, s := range merged {
+		byMachine[s.Machine] = append(byMachine[s.Machine], s)
+	}
+	v.merged, v.byMachine, v.mergedUntil = merged, byMachine, until
 }

@@ -1,9 +1,10 @@
 // Package demo stands up the whole autoscaling loop on one machine — a
-// local control plane shaped like OpenShift's, the cloudscale.ch emulator,
-// this provider, the machine-api-operator's MachineSet, nodelink and
-// MachineHealthCheck controllers, simulated booting, and the real
-// cluster-autoscaler — and drives the scenario of `make demo` and
-// `make e2e` on it.
+// local control plane shaped like OpenShift's, a cloud's emulator
+// (cloudscale.ch or Exoscale), this provider, the machine-api-operator's
+// MachineSet, nodelink and MachineHealthCheck controllers, simulated
+// booting, and the real cluster-autoscaler — and drives the scenario of
+// `make demo` and `make e2e` on it. What differs between the clouds is in
+// cloud.go; everything else is the same code for both.
 package demo
 
 import (
@@ -32,8 +33,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/appuio/machine-api-provider/pkg/bootsim"
-	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/pkg/localcluster"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 )
@@ -46,6 +48,8 @@ const ClusterID = "demo-7xk2p"
 
 // Options configure the environment.
 type Options struct {
+	// Cloud is the cloud to emulate, Cloudscale (the default) or Exoscale.
+	Cloud string
 	// BinDir holds the tools `make tools` builds, cluster-autoscaler included.
 	BinDir string
 	// Dir receives the kubeconfig and the logs.
@@ -72,17 +76,29 @@ const (
 // Env is the running environment.
 type Env struct {
 	// Options as started, defaults filled in.
-	Options    Options
-	Cluster    *localcluster.Cluster
-	Client     client.Client
-	Emulator   *emucs.Emulator
-	Autoscaler *localcluster.Process
-	cancel     context.CancelFunc
-	stops      []func()
+	Options Options
+	Cluster *localcluster.Cluster
+	Client  client.Client
+	// Cloudscale is the cloudscale.ch emulator, Exoscale the Exoscale
+	// emulator: the one of Options.Cloud; the other is nil.
+	Cloudscale *emucs.Emulator
+	Exoscale   *emuexo.Emulator
+	// MachineSetName names the worker MachineSet of MachineSet.
+	MachineSetName string
+	Autoscaler     *localcluster.Process
+	cloud          *emulated
+	cancel         context.CancelFunc
+	stops          []func()
 }
 
 // Start starts everything. Stop stops it, also after an error.
 func Start(o Options) (*Env, error) {
+	if o.Cloud == "" {
+		o.Cloud = Cloudscale
+	}
+	if _, err := Title(o.Cloud); err != nil {
+		return nil, err
+	}
 	if o.ScaleDownUnneeded == 0 {
 		o.ScaleDownUnneeded = defaultScaleDownDelay
 	}
@@ -116,15 +132,16 @@ func Start(o Options) (*Env, error) {
 		return e, err
 	}
 
-	e.Emulator, err = emucs.New(emucs.Config{BootTime: o.BootTime})
+	e.cloud, e.Cloudscale, e.Exoscale, err = newEmulated(o.Cloud, o.BootTime)
 	if err != nil {
 		return e, err
 	}
-	srv := httptest.NewServer(e.Emulator)
+	e.MachineSetName = ClusterID + "-worker-" + e.cloud.zoneSuffix
+	srv := httptest.NewServer(e.cloud.handler)
 	e.stops = append(e.stops, srv.Close)
 
 	mgr, err := manager.New(e.Cluster.Config, manager.Options{
-		Cloud:                  cscloud.New(cscloud.Options{BaseURL: srv.URL + "/", DefaultToken: "demo"}),
+		Cloud:                  e.cloud.provider(srv.URL + "/"),
 		Namespace:              Namespace,
 		CapacityPublisher:      true,
 		MetricsBindAddress:     "0",
@@ -139,7 +156,7 @@ func Start(o Options) (*Env, error) {
 	if err := e.startMachineAPIControllers(ctx, e.Cluster.Config, o.Log); err != nil {
 		return e, err
 	}
-	sim := bootsim.New(e.Client, e.Emulator, bootsim.Options{RegisterDelay: o.RegisterDelay, Log: o.Log.WithName("boot")})
+	sim := bootsim.New(e.Client, e.cloud.view, bootsim.Options{RegisterDelay: o.RegisterDelay, Log: o.Log.WithName("boot")})
 	e.run(ctx, sim.Run)
 
 	if o.Autoscaler {
@@ -157,6 +174,34 @@ func Start(o Options) (*Env, error) {
 		}
 	}
 	return e, nil
+}
+
+// Title names the environment's cloud ("cloudscale.ch", "Exoscale").
+func (e *Env) Title() string { return e.cloud.title }
+
+// Servers are the emulator's servers as the boot simulation sees them,
+// oldest first.
+func (e *Env) Servers() []bootsim.Server { return e.cloud.view.Servers() }
+
+// Harness is the emulator's: request counters and fault injection.
+func (e *Env) Harness() *harness.Harness { return e.cloud.harness }
+
+// ServerCalls counts the server creates and deletes the emulator answered.
+func (e *Env) ServerCalls() (created, deleted int64) {
+	return e.cloud.harness.Count(e.cloud.createRoute), e.cloud.harness.Count(e.cloud.deleteRoute)
+}
+
+// DefaultInstanceType is the cloud's 4-vCPU, 8-GiB worker type (flex-8-4,
+// standard.large), the MachineSet's when none is given.
+func (e *Env) DefaultInstanceType() string { return e.cloud.instanceType }
+
+// DescribeInstanceType names an instance type as the cloud does ("flavor
+// flex-8-4", "instance type standard.large"); "" is the default one.
+func (e *Env) DescribeInstanceType(t string) string {
+	if t == "" {
+		t = e.cloud.instanceType
+	}
+	return e.cloud.typeNoun + " " + t
 }
 
 // autoscalerArgs configure upstream's cluster-autoscaler for a laptop: its

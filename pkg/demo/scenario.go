@@ -20,22 +20,26 @@ import (
 const (
 	WorkloadNamespace = "default"
 	WorkloadName      = "demo-app"
-	MachineSetName    = ClusterID + "-worker-rma1"
 )
 
-// MachineSet returns the worker MachineSet: no replicas, and the
-// autoscaler's bounds as a MachineAutoscaler would annotate them.
-func MachineSet(flavor string, min, max int) *machinev1.MachineSet {
+// MachineSet returns the worker MachineSet, e.MachineSetName, on the
+// environment's cloud: no replicas, and the autoscaler's bounds as a
+// MachineAutoscaler would annotate them. instanceType is the cloud's
+// flavor or instance type; "" is DefaultInstanceType.
+func (e *Env) MachineSet(instanceType string, min, max int) *machinev1.MachineSet {
+	if instanceType == "" {
+		instanceType = e.cloud.instanceType
+	}
 	labels := map[string]string{
 		"machine.openshift.io/cluster-api-cluster":      ClusterID,
-		"machine.openshift.io/cluster-api-machineset":   MachineSetName,
+		"machine.openshift.io/cluster-api-machineset":   e.MachineSetName,
 		"machine.openshift.io/cluster-api-machine-role": "worker",
 		"machine.openshift.io/cluster-api-machine-type": "worker",
 	}
 	zero := int32(0)
 	ms := &machinev1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: MachineSetName, Namespace: Namespace,
+			Name: e.MachineSetName, Namespace: Namespace,
 			Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": ClusterID},
 			Annotations: map[string]string{
 				"machine.openshift.io/cluster-api-autoscaler-node-group-min-size": fmt.Sprint(min),
@@ -46,14 +50,13 @@ func MachineSet(flavor string, min, max int) *machinev1.MachineSet {
 			Replicas: &zero,
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{
 				"machine.openshift.io/cluster-api-cluster":    ClusterID,
-				"machine.openshift.io/cluster-api-machineset": MachineSetName,
+				"machine.openshift.io/cluster-api-machineset": e.MachineSetName,
 			}},
 			Template: machinev1.MachineTemplateSpec{ObjectMeta: machinev1.ObjectMeta{Labels: labels}},
 		},
 	}
 	ms.Spec.Template.Spec.ObjectMeta.Labels = map[string]string{"node-role.kubernetes.io/worker": ""}
-	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(fmt.Sprintf(
-		`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"antiAffinityKey":"worker"}`, flavor))}
+	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(e.cloud.providerSpec(instanceType))}
 	return ms
 }
 
@@ -106,7 +109,7 @@ func (s State) Zero() bool {
 func (e *Env) Observe(ctx context.Context) (State, error) {
 	st := State{Machines: map[string]int{}}
 	var ms machinev1.MachineSet
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: MachineSetName}, &ms); err == nil && ms.Spec.Replicas != nil {
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: e.MachineSetName}, &ms); err == nil && ms.Spec.Replicas != nil {
 		st.Replicas = *ms.Spec.Replicas
 	}
 	var machines machinev1.MachineList
@@ -124,9 +127,9 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 		st.Machines[phase]++
 		st.MachineCount++
 	}
-	for _, s := range e.Emulator.Servers() {
+	for _, s := range e.Servers() {
 		st.Servers++
-		if s.Status == "running" {
+		if s.Running {
 			st.ServersRunning++
 		}
 	}

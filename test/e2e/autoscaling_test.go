@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/appuio/machine-api-provider/pkg/controllers/capacity"
 	"github.com/appuio/machine-api-provider/pkg/demo"
 )
 
@@ -18,18 +19,23 @@ import (
 // the provider publishes; when the pods go, it scales back down to zero
 // Machines, Nodes and servers within its (short, for the test) scale-down
 // delays. The cluster-autoscaler is the Makefile's patched build: unpatched,
-// the last node is never removed (see hack/tools/cluster-autoscaler).
-func TestAutoscalingFromZeroAndBack(t *testing.T) {
-	e := start(t, true)
+// the last node is never removed (see hack/tools/cluster-autoscaler). On
+// both clouds the workers have 4 vCPUs and 8 GiB (flex-8-4, standard.large).
+func TestAutoscalingFromZeroAndBack(t *testing.T) { eachCloud(t, testAutoscalingFromZeroAndBack) }
+
+func testAutoscalingFromZeroAndBack(t *testing.T, cloud string) {
+	e := start(t, cloud, true)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, demo.MachineSet("flex-8-4", 0, 4)); err != nil {
+	if err := e.Client.Create(ctx, e.MachineSet("", 0, 4)); err != nil {
 		t.Fatal(err)
 	}
 	var m demo.Milestones
-	watchFor(t, e, &m, time.Minute, "the capacity annotations", func() bool {
+	// With no Machine to look at, the autoscaler knows a worker's size
+	// only from what the capacity publisher read from the cloud's catalogue.
+	watchFor(t, e, &m, time.Minute, "the capacity annotations (4 vCPUs, 8 GiB)", func() bool {
 		var ms machinev1.MachineSet
-		err := e.Client.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: demo.MachineSetName}, &ms)
-		return err == nil && ms.Annotations["machine.openshift.io/vCPU"] == "4"
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: e.MachineSetName}, &ms)
+		return err == nil && ms.Annotations[capacity.CPUKey] == "4" && ms.Annotations[capacity.MemoryKey] == "8192Mi"
 	})
 	const pods = 6 // 1.5 CPU each: two per 4-vCPU worker, so three workers
 	if err := e.Client.Create(ctx, demo.Workload(pods, "1500m")); err != nil {
@@ -40,7 +46,7 @@ func TestAutoscalingFromZeroAndBack(t *testing.T) {
 		t.Errorf("the autoscaler asked for %d workers; 6 pods of 1.5 CPU need 3", st.Replicas)
 	}
 	assertLinked(t, e)
-	t.Logf("scale-up: %s", m)
+	t.Logf("scale-up on %s: %s", e.Title(), m)
 
 	if err := e.ScaleWorkload(ctx, 0); err != nil {
 		t.Fatal(err)
@@ -52,7 +58,7 @@ func TestAutoscalingFromZeroAndBack(t *testing.T) {
 
 	// Zero, read from the API and the cloud rather than the watch's summary.
 	var ms machinev1.MachineSet
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: demo.MachineSetName}, &ms); err != nil {
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: e.MachineSetName}, &ms); err != nil {
 		t.Fatal(err)
 	}
 	if ms.Spec.Replicas == nil || *ms.Spec.Replicas != 0 {
@@ -66,15 +72,16 @@ func TestAutoscalingFromZeroAndBack(t *testing.T) {
 	if err := e.Client.List(ctx, &nodes); err != nil {
 		t.Fatal(err)
 	}
-	if len(machines.Items) != 0 || len(nodes.Items) != 0 || len(e.Emulator.Servers()) != 0 {
-		t.Errorf("want nothing left; got %d Machines, %d Nodes, %d servers", len(machines.Items), len(nodes.Items), len(e.Emulator.Servers()))
+	if servers := e.Servers(); len(machines.Items) != 0 || len(nodes.Items) != 0 || len(servers) != 0 {
+		t.Errorf("want nothing left; got %d Machines, %d Nodes, %d servers", len(machines.Items), len(nodes.Items), len(servers))
 	}
 	// Every server the scale-up created was deleted, each once.
-	created, deleted := e.Emulator.Harness().Count("POST /v1/servers"), e.Emulator.Harness().Count("DELETE /v1/servers/{uuid}")
+	created, deleted := e.ServerCalls()
 	if created != int64(st.Replicas) || deleted != created {
 		t.Errorf("cloud calls: %d servers created, %d deleted; want %d and %d", created, deleted, st.Replicas, st.Replicas)
 	}
-	t.Logf("phase times: %s", m)
+	t.Logf("phase times on %s: %s", e.Title(), m)
+	phaseTimes.add(cloud, "autoscaling", m.String())
 }
 
 func watchFor(t *testing.T, e *demo.Env, m *demo.Milestones, timeout time.Duration, what string, cond func() bool) {

@@ -1,6 +1,8 @@
 // Package e2e runs the whole autoscaling loop on the local control plane
-// (see pkg/demo) and asserts it. `make e2e` runs it; plain `go test ./...`
-// skips it, as it takes minutes.
+// (see pkg/demo) and asserts it, once per cloud: every test runs as a
+// subtest for cloudscale.ch and one for Exoscale (E2E_CLOUDS, comma
+// separated, picks some). `make e2e` runs it; plain `go test ./...` skips
+// it, as it takes minutes.
 package e2e
 
 import (
@@ -9,6 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,11 +46,58 @@ func logToTest(prefix, args string) {
 func TestMain(m *testing.M) {
 	// Unset, it drops the logs of client-go's informers and prints a stack
 	// trace into the test output after 30 s.
-	ctrllog.SetLogger(funcr.New(logToTest, funcr.Options{Verbosity: 2}))
-	os.Exit(m.Run())
+	ctrllog.SetLogger(funcr.New(logToTest, funcr.Options{Verbosity: 2, LogTimestamp: true}))
+	code := m.Run()
+	phaseTimes.print(os.Stdout)
+	os.Exit(code)
 }
 
-func start(t *testing.T, autoscaler bool) *demo.Env {
+// eachCloud runs test once per cloud, as a subtest named after the cloud,
+// so that `go test -run 'TestX/exoscale'` picks one. E2E_CLOUDS (comma
+// separated) narrows the clouds; unset, every cloud runs.
+func eachCloud(t *testing.T, test func(t *testing.T, cloud string)) {
+	clouds := demo.Clouds
+	if only := os.Getenv("E2E_CLOUDS"); only != "" {
+		clouds = strings.Split(only, ",")
+		for _, c := range clouds {
+			if !slices.Contains(demo.Clouds, c) {
+				t.Fatalf("E2E_CLOUDS: no cloud %q (%s)", c, strings.Join(demo.Clouds, ", "))
+			}
+		}
+	}
+	for _, c := range clouds {
+		t.Run(c, func(t *testing.T) { test(t, c) })
+	}
+}
+
+// phaseTimes collects each cloud's phase times, printed together when
+// every test is done, so that the clouds can be compared at a glance.
+var phaseTimes = &phases{}
+
+type phases struct {
+	sync.Mutex
+	lines []string
+}
+
+func (p *phases) add(cloud, what, times string) {
+	p.Lock()
+	defer p.Unlock()
+	p.lines = append(p.lines, fmt.Sprintf("  %-10s %-14s %s", cloud, what, times))
+}
+
+func (p *phases) print(w io.Writer) {
+	p.Lock()
+	defer p.Unlock()
+	if len(p.lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "phase times per cloud (autoscaling: since the MachineSet was created; MHC: since the kubelet went silent):")
+	for _, l := range p.lines {
+		fmt.Fprintln(w, l)
+	}
+}
+
+func start(t *testing.T, cloud string, autoscaler bool) *demo.Env {
 	t.Helper()
 	if os.Getenv("E2E") == "" {
 		t.Skip("end-to-end test: run `make e2e` (E2E=1)")
@@ -56,7 +107,7 @@ func start(t *testing.T, autoscaler bool) *demo.Env {
 		t.Fatal(err)
 	}
 	// Not t.TempDir: the logs of a failed run must outlive the test.
-	dir, err := os.MkdirTemp("", "e2e-"+t.Name()+"-")
+	dir, err := os.MkdirTemp("", "e2e-"+strings.ReplaceAll(t.Name(), "/", "-")+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +118,9 @@ func start(t *testing.T, autoscaler bool) *demo.Env {
 	testLog.Lock()
 	testLog.w = logFile
 	testLog.Unlock()
-	log := funcr.New(logToTest, funcr.Options{Verbosity: 2})
+	log := funcr.New(logToTest, funcr.Options{Verbosity: 2, LogTimestamp: true})
 	e, err := demo.Start(demo.Options{
+		Cloud:  cloud,
 		BinDir: bin, Dir: dir, BootTime: 3 * time.Second, RegisterDelay: 2 * time.Second, Autoscaler: autoscaler, Log: log,
 		// Short, so that scaling down to zero is part of the test.
 		ScaleDownUnneeded: 10 * time.Second, ScaleDownDelayAfterAdd: 10 * time.Second,
@@ -144,10 +196,12 @@ func assertLinked(t *testing.T, e *demo.Env) {
 	}
 }
 
-func TestMachineSetScaledByHand(t *testing.T) {
-	e := start(t, false)
+func TestMachineSetScaledByHand(t *testing.T) { eachCloud(t, testMachineSetScaledByHand) }
+
+func testMachineSetScaledByHand(t *testing.T, cloud string) {
+	e := start(t, cloud, false)
 	ctx := context.Background()
-	ms := demo.MachineSet("flex-8-4", 0, 3)
+	ms := e.MachineSet("", 0, 3)
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,9 +22,13 @@ import (
 // MachineHealthCheck deletes its Machine, the provider deletes the server,
 // and the MachineSet gets a new Machine, server and Node.
 func TestMachineHealthCheckReplacesNotReadyMachine(t *testing.T) {
-	e := start(t, false)
+	eachCloud(t, testMachineHealthCheckReplacesNotReadyMachine)
+}
+
+func testMachineHealthCheckReplacesNotReadyMachine(t *testing.T, cloud string) {
+	e := start(t, cloud, false)
 	ctx := context.Background()
-	ms := demo.MachineSet("flex-8-4", 0, 3)
+	ms := e.MachineSet("", 0, 3)
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +36,7 @@ func TestMachineHealthCheckReplacesNotReadyMachine(t *testing.T) {
 	mhc := &machinev1.MachineHealthCheck{
 		ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: demo.Namespace},
 		Spec: machinev1.MachineHealthCheckSpec{
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"machine.openshift.io/cluster-api-machineset": demo.MachineSetName}},
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"machine.openshift.io/cluster-api-machineset": e.MachineSetName}},
 			UnhealthyConditions: []machinev1.UnhealthyCondition{
 				{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Timeout: metav1.Duration{Duration: 5 * time.Second}},
 				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Timeout: metav1.Duration{Duration: 5 * time.Second}},
@@ -57,20 +63,34 @@ func TestMachineHealthCheckReplacesNotReadyMachine(t *testing.T) {
 	if err := e.Client.Patch(ctx, &node, patch); err != nil {
 		t.Fatal(err)
 	}
-	watch(t, e, &m, 4*time.Minute, "a new Machine Running in place of "+sick.Name, func(s demo.State) bool {
-		if s.Machines["Running"] != 1 || s.MachineCount != 1 || s.Servers != 1 {
-			return false
+	// The replacement's phases, from the moment the kubelet went silent.
+	stopped := time.Now()
+	var notReady, sickGone, replaced time.Duration
+	mark := func(d *time.Duration, reached bool) {
+		if *d == 0 && reached {
+			*d = time.Since(stopped)
 		}
+	}
+	watch(t, e, &m, 4*time.Minute, "a new Machine Running in place of "+sick.Name, func(s demo.State) bool {
+		mark(&notReady, s.Nodes > s.NodesReady || s.Nodes == 0)
 		var list machinev1.MachineList
 		_ = e.Client.List(ctx, &list, client.InNamespace(demo.Namespace))
-		return len(list.Items) == 1 && list.Items[0].Name != sick.Name
+		mark(&sickGone, !slices.ContainsFunc(list.Items, func(m machinev1.Machine) bool { return m.Name == sick.Name }))
+		done := s.Machines["Running"] == 1 && s.MachineCount == 1 && s.Servers == 1 && s.NodesReady == 1 &&
+			len(list.Items) == 1 && list.Items[0].Name != sick.Name
+		mark(&replaced, done)
+		return done
 	})
-	for _, s := range e.Emulator.Servers() {
-		if sick.Spec.ProviderID != nil && *sick.Spec.ProviderID == "cloudscale://"+s.UUID {
-			t.Errorf("the unhealthy Machine's server %s is still there", s.UUID)
+	for _, s := range e.Servers() {
+		if sick.Spec.ProviderID != nil && *sick.Spec.ProviderID == s.ProviderID {
+			t.Errorf("the unhealthy Machine's server %s is still there", s.ID)
 		}
 	}
 	assertLinked(t, e)
+	times := fmt.Sprintf("kubelet silent → Node NotReady %s, Machine %s deleted %s, new Machine Running with a Ready Node %s",
+		notReady.Round(100*time.Millisecond), sick.Name, sickGone.Round(100*time.Millisecond), replaced.Round(100*time.Millisecond))
+	t.Logf("MachineHealthCheck replacement on %s: %s", e.Title(), times)
+	phaseTimes.add(cloud, "MHC", times)
 }
 
 func onlyMachine(t *testing.T, e *demo.Env) machinev1.Machine {

@@ -1,0 +1,124 @@
+package actuator_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
+	"github.com/appuio/machine-api-provider/pkg/actuator"
+	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+	"github.com/appuio/machine-api-provider/pkg/manager"
+	"github.com/appuio/machine-api-provider/pkg/orphans"
+	"github.com/appuio/machine-api-provider/test/fixture"
+)
+
+func groupsOfCluster(t *testing.T, e *fixture.Env) []cloudscale.ServerGroup {
+	t.Helper()
+	groups, err := sdk(e).ServerGroups.List(context.Background(), cloudscale.WithTagFilter(cloudscale.TagMap{v1beta1.TagClusterID: fixture.ClusterID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return groups
+}
+
+// When anything fails after a server's deletion (here: the group delete),
+// the group it left empty is cleaned up later all the same; at zero
+// Machines none stays.
+func TestGroupLeftByAFailedDeleteIsCleanedUp(t *testing.T) {
+	e := env(t)
+	h := e.Emulator.Harness()
+	e.StartManager(t, manager.Options{
+		ServerViewRefresh: time.Second,
+		Actuator:          actuator.Options{GroupMinAge: time.Nanosecond},
+		Janitor:           janitor.Options{Interval: time.Second, GroupMinAge: time.Nanosecond},
+	})
+	createMachine(t, e, "worker-a", spec(func(s map[string]any) { s["antiAffinityKey"] = "workers" }))
+	createMachine(t, e, "keeper", spec(nil)) // keeps the account and its view in use
+	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
+	waitPhase(t, e, "keeper", machinev1.PhaseProvisioned)
+	if g := groupsOfCluster(t, e); len(g) != 1 {
+		t.Fatalf("%d groups, want 1", len(g))
+	}
+	// Every group delete fails for a while: the server goes, its group
+	// stays empty.
+	if err := h.AddRule(harness.Rule{Route: "DELETE /v1/server-groups/{uuid}", ErrorRate: 1, ErrorStatus: 503, Times: 3}); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachine(t, e, "worker-a")
+	fixture.Eventually(t, 90*time.Second, "no empty group left", func() (bool, error) {
+		return len(groupsOfCluster(t, e)) == 0, nil
+	})
+	if n := h.Count("DELETE /v1/server-groups/{uuid}"); n < 4 {
+		t.Errorf("%d group deletes; the test wants the first three to fail", n)
+	}
+}
+
+// A server carrying the cluster's identity but belonging to no Machine is
+// reported: a log line with its ID, an event and the orphan record.
+func TestOrphanServersAreReported(t *testing.T) {
+	e := env(t)
+	e.StartManager(t, manager.Options{
+		ServerViewRefresh: time.Second,
+		Janitor:           janitor.Options{Interval: time.Second, OrphanMinAge: time.Nanosecond},
+	})
+	createMachine(t, e, "worker-a", spec(nil))
+	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
+	tags := cloudscale.TagMap{v1beta1.TagClusterID: fixture.ClusterID, v1beta1.TagMachineName: "gone-machine"}
+	req := &cloudscale.ServerRequest{Name: "gone-machine", Flavor: "flex-8-4", Image: "custom:rhcos-4.19", Zone: "rma1", SSHKeys: []string{}}
+	req.Tags = &tags
+	orphan, err := sdk(e).Servers.Create(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	fixture.Eventually(t, 60*time.Second, "the orphan recorded", func() (bool, error) {
+		err := e.Client.Get(context.Background(), objKey(orphans.ConfigMapName("cloudscale")), &cm)
+		return err == nil && strings.Contains(cm.Data[orphan.UUID], "gone-machine"), err
+	})
+	if _, ok := cm.Data[serversOf(t, e, "worker-a")[0].UUID]; ok {
+		t.Error("a Machine's own server was recorded as an orphan")
+	}
+	if !strings.Contains(e.Logs.String(), orphan.UUID) {
+		t.Error("no log line names the orphan's ID")
+	}
+	if !strings.Contains(fixture.EventText(e.Events(t, orphans.ConfigMapName("cloudscale"))), "OrphanServer") {
+		t.Error("no OrphanServer event")
+	}
+	// Reported, not deleted: deleting needs --delete-orphans-after.
+	if _, err := sdk(e).Servers.Get(context.Background(), orphan.UUID); err != nil {
+		t.Errorf("the orphan is gone: %v", err)
+	}
+}
+
+// However long an error a cloud or a spec produces, what lands in the
+// Machine's status and events stays bounded.
+func TestStatusMessagesAreBounded(t *testing.T) {
+	e := env(t)
+	e.StartManager(t, manager.Options{})
+	long := strings.Repeat("x", 200000)
+	createMachine(t, e, "worker-a", spec(func(s map[string]any) {
+		s["zone"] = long
+		s["flavor"] = long
+		s["tags"] = map[string]string{long: long}
+	}))
+	m := waitPhase(t, e, "worker-a", machinev1.PhaseFailed)
+	if m.Status.ErrorMessage == nil || len(*m.Status.ErrorMessage) > 1024 {
+		n := 0
+		if m.Status.ErrorMessage != nil {
+			n = len(*m.Status.ErrorMessage)
+		}
+		t.Errorf("errorMessage of %d bytes, want at most 1024", n)
+	}
+	for _, ev := range e.Events(t, "worker-a") {
+		if len(ev.Message) > 1024 {
+			t.Errorf("event %s of %d bytes", ev.Reason, len(ev.Message))
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package demo
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/appuio/machine-api-provider/pkg/bootsim"
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
+	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+)
+
+// The clouds the environment can run on: Options.Cloud.
+const (
+	Cloudscale = "cloudscale"
+	Exoscale   = "exoscale"
+)
+
+// Clouds are the clouds Start can stand up, the default first.
+var Clouds = []string{Cloudscale, Exoscale}
+
+// Title names a cloud in messages ("cloudscale.ch"), or says that there is
+// no such cloud.
+func Title(name string) (string, error) {
+	switch name {
+	case Cloudscale:
+		return "cloudscale.ch", nil
+	case Exoscale:
+		return "Exoscale", nil
+	}
+	return "", fmt.Errorf("no cloud %q: the demo runs on %s", name, strings.Join(Clouds, " or "))
+}
+
+// emulated is all that differs between the clouds in the loop: the
+// emulator, the provider's cloud pointed at it, the worker MachineSet's
+// provider spec, and the boot simulation's view of the servers. The rest of
+// the environment — control plane, machine-api controllers, autoscaler,
+// scenario — is the same code for every cloud.
+type emulated struct {
+	title   string
+	handler http.Handler
+	harness *harness.Harness
+	view    bootsim.Cloud
+	// provider is the cloud the manager runs, talking to the emulator at
+	// baseURL ("http://127.0.0.1:port/").
+	provider func(baseURL string) cloud.Cloud
+	// zoneSuffix ends the worker MachineSet's name, as an installer names
+	// MachineSets after their zone.
+	zoneSuffix string
+	// instanceType is the MachineSet's default: 4 vCPUs and 8 GiB on both
+	// clouds, so that the same workload needs the same number of workers.
+	instanceType string
+	// typeNoun is what the cloud calls an instance type.
+	typeNoun     string
+	providerSpec func(instanceType string) string
+	// createRoute and deleteRoute are the harness's names of the server
+	// create and delete calls.
+	createRoute, deleteRoute string
+}
+
+func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulator, *emuexo.Emulator, error) {
+	title, err := Title(name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	switch name {
+	case Exoscale:
+		emu, err := emuexo.New(emuexo.Config{
+			BootTime: bootTime,
+			// Operations are followed as on the real cloud; deletes take
+			// the boot time ("destroying"), as the emulator's default.
+			OperationTime: emuexo.DefaultOperationTime,
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return &emulated{
+			title: title, handler: emu, harness: emu.Harness(), view: exoscaleView{emu},
+			provider: func(baseURL string) cloud.Cloud {
+				return exocloud.New(exocloud.Options{APIEndpoint: baseURL + "v2", DefaultAPIKey: emuexo.DefaultAPIKey, DefaultAPISecret: emuexo.DefaultAPISecret})
+			},
+			zoneSuffix: "gva2", instanceType: "standard.large", typeNoun: "instance type",
+			providerSpec: func(instanceType string) string {
+				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":"ch-gva-2","instanceType":%q,"template":{"name":%q},"diskSize":50,"antiAffinityKey":"worker"}`,
+					instanceType, emuexo.DefaultTemplates[0].Name)
+			},
+			createRoute: "POST /v2/instance", deleteRoute: "DELETE /v2/instance/{id}",
+		}, nil, emu, nil
+	default:
+		emu, err := emucs.New(emucs.Config{BootTime: bootTime})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return &emulated{
+			title: title, handler: emu, harness: emu.Harness(), view: cloudscaleView{emu},
+			provider: func(baseURL string) cloud.Cloud {
+				return cscloud.New(cscloud.Options{BaseURL: baseURL, DefaultToken: "demo"})
+			},
+			zoneSuffix: "rma1", instanceType: "flex-8-4", typeNoun: "flavor",
+			providerSpec: func(flavor string) string {
+				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"antiAffinityKey":"worker"}`, flavor)
+			},
+			createRoute: "POST /v1/servers", deleteRoute: "DELETE /v1/servers/{uuid}",
+		}, emu, nil, nil
+	}
+}
+
+// cloudscaleView shows the boot simulation the cloudscale.ch emulator's
+// servers.
+type cloudscaleView struct{ emu *emucs.Emulator }
+
+func (v cloudscaleView) Servers() []bootsim.Server {
+	var out []bootsim.Server
+	for _, s := range v.emu.Servers() {
+		out = append(out, bootsim.Server{
+			ID: s.UUID, ProviderID: cscloud.Name + "://" + s.UUID, Name: s.Name,
+			Running:      s.Status == "running",
+			InstanceType: s.Flavor, Zone: s.Zone, Region: strings.TrimRight(s.Zone, "0123456789"),
+			CPUs: s.VCPUs, GPUs: s.GPUs, MemoryBytes: int64(s.MemoryGB) << 30, DiskGiB: s.RootVolumeGB,
+			PrivateIPs: s.PrivateIPs, PublicIPs: s.PublicIPs,
+		})
+	}
+	return out
+}
+
+// exoscaleView shows the boot simulation the Exoscale emulator's
+// instances. Exoscale has no regions above its zones; its cloud controller
+// manager labels Nodes with the zone as the region, and so does this.
+type exoscaleView struct{ emu *emuexo.Emulator }
+
+func (v exoscaleView) Servers() []bootsim.Server {
+	var out []bootsim.Server
+	for _, i := range v.emu.Instances() {
+		out = append(out, bootsim.Server{
+			ID: i.ID, ProviderID: exocloud.Name + "://" + i.ID, Name: i.Name,
+			Running:      i.State == "running",
+			InstanceType: i.InstanceType, Zone: i.Zone, Region: i.Zone,
+			CPUs: int(i.CPUs), GPUs: int(i.GPUs), MemoryBytes: i.MemoryBytes, DiskGiB: int(i.DiskSizeGiB),
+			PrivateIPs: slices.Clone(i.PrivateIPs),
+			PublicIPs:  slices.DeleteFunc([]string{i.PublicIPv4, i.PublicIPv6}, func(ip string) bool { return ip == "" }),
+		})
+	}
+	return out
+}
+
+// CloudscaleServers and ExoscaleServers are the boot simulation's views of
+// the emulators, for those who run it without an Env.
+func CloudscaleServers(emu *emucs.Emulator) bootsim.Cloud { return cloudscaleView{emu} }
+
+// ExoscaleServers: see CloudscaleServers.
+func ExoscaleServers(emu *emuexo.Emulator) bootsim.Cloud { return exoscaleView{emu} }
