@@ -23,7 +23,6 @@ import (
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/pkg/manager"
-	"github.com/appuio/machine-api-provider/test/canary"
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
@@ -51,10 +50,7 @@ func env(t *testing.T) *fixture.Env {
 
 func secret(t *testing.T, e *fixture.Env, name string, data map[string]string) {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fixture.Namespace}, StringData: data}
-	if err := e.Client.Create(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	e.Secret(t, name, data)
 }
 
 // spec is a valid provider spec; edit changes it before it is encoded.
@@ -75,35 +71,19 @@ func spec(edit func(s map[string]any)) string {
 
 func createMachine(t *testing.T, e *fixture.Env, name, specJSON string) {
 	t.Helper()
-	if err := e.Client.Create(context.Background(), fixture.Machine(name, specJSON)); err != nil {
-		t.Fatal(err)
-	}
+	e.CreateMachine(t, name, specJSON)
 }
 
 func getMachine(t *testing.T, e *fixture.Env, name string) *machinev1.Machine {
 	t.Helper()
-	m := &machinev1.Machine{}
-	if err := e.Client.Get(context.Background(), types.NamespacedName{Namespace: fixture.Namespace, Name: name}, m); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return e.GetMachine(t, name)
 }
 
-func phase(m *machinev1.Machine) string {
-	if m.Status.Phase == nil {
-		return ""
-	}
-	return *m.Status.Phase
-}
+func phase(m *machinev1.Machine) string { return fixture.Phase(m) }
 
 func waitPhase(t *testing.T, e *fixture.Env, name, want string) *machinev1.Machine {
 	t.Helper()
-	var m *machinev1.Machine
-	fixture.Eventually(t, 60*time.Second, fmt.Sprintf("Machine %s in phase %s", name, want), func() (bool, error) {
-		m = getMachine(t, e, name)
-		return phase(m) == want, fmt.Errorf("phase %q, events:\n%s", phase(m), fixture.EventText(e.Events(t, name)))
-	})
-	return m
+	return e.WaitPhase(t, name, want)
 }
 
 // sdk is the official SDK on the emulator, to look at the cloud directly.
@@ -203,26 +183,11 @@ func userDataOf(t *testing.T, e *fixture.Env, uuid string) string {
 	return state.Servers[uuid].UserData
 }
 
-// assertNoCanary checks every log line, every event and every Machine of
-// the namespace for the canary token and user data, in every form a log or
-// an API could carry them (escaped, split, hex-dumped, base64).
+// assertNoCanary scans logs, events, Machines, MachineSets and metrics for
+// the canaries in any form (test/canary).
 func assertNoCanary(t *testing.T, e *fixture.Env) {
 	t.Helper()
-	var events corev1.EventList
-	var machines machinev1.MachineList
-	if err := e.Client.List(context.Background(), &events); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Client.List(context.Background(), &machines); err != nil {
-		t.Fatal(err)
-	}
-	evJSON, _ := json.Marshal(events)
-	mJSON, _ := json.Marshal(machines)
-	for where, text := range map[string]string{"logs": e.Logs.String(), "events": string(evJSON), "machines": string(mJSON)} {
-		for _, f := range canary.Scan(text, canaryToken, "canary-userdata-4e8a2f") {
-			t.Errorf("the %s contain the secret %s", where, f)
-		}
-	}
+	e.AssertNoCanary(t, canaryToken, "canary-userdata-4e8a2f")
 }
 
 func TestDeleteRemovesServer(t *testing.T) {

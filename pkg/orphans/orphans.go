@@ -181,4 +181,6 @@ func (r *Registry) event(ctx context.Context, typ, reason, msg string) {
 }
 
 // Event emits an event on the record.
-func (r *Registry) Event(ctx context.Context, typ, reason, msg string) { r.event(ctx, typ, reason, msg) }
+func (r *Registry) Event(ctx context.Context, typ, reason, msg string) {
+	r.event(ctx, typ, reason, msg)
+}

@@ -1,23 +1,14 @@
 package exoscale
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	"github.com/prometheus/common/expfmt"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/manager"
-	"github.com/appuio/machine-api-provider/test/canary"
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
@@ -57,10 +48,7 @@ func startManager(t *testing.T, e *fixture.Env, o manager.Options) func() {
 
 func secret(t *testing.T, e *fixture.Env, name string, data map[string]string) {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fixture.Namespace}, StringData: data}
-	if err := e.Client.Create(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	e.Secret(t, name, data)
 }
 
 // spec is a valid provider spec; edit changes it before it is encoded.
@@ -82,35 +70,19 @@ func spec(edit func(s map[string]any)) string {
 
 func createMachine(t *testing.T, e *fixture.Env, name, specJSON string) {
 	t.Helper()
-	if err := e.Client.Create(context.Background(), fixture.Machine(name, specJSON)); err != nil {
-		t.Fatal(err)
-	}
+	e.CreateMachine(t, name, specJSON)
 }
 
 func getMachine(t *testing.T, e *fixture.Env, name string) *machinev1.Machine {
 	t.Helper()
-	m := &machinev1.Machine{}
-	if err := e.Client.Get(context.Background(), types.NamespacedName{Namespace: fixture.Namespace, Name: name}, m); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return e.GetMachine(t, name)
 }
 
-func phase(m *machinev1.Machine) string {
-	if m.Status.Phase == nil {
-		return ""
-	}
-	return *m.Status.Phase
-}
+func phase(m *machinev1.Machine) string { return fixture.Phase(m) }
 
 func waitPhase(t *testing.T, e *fixture.Env, name, want string) *machinev1.Machine {
 	t.Helper()
-	var m *machinev1.Machine
-	fixture.Eventually(t, 60*time.Second, fmt.Sprintf("Machine %s in phase %s", name, want), func() (bool, error) {
-		m = getMachine(t, e, name)
-		return phase(m) == want, fmt.Errorf("phase %q, events:\n%s", phase(m), fixture.EventText(e.Events(t, name)))
-	})
-	return m
+	return e.WaitPhase(t, name, want)
 }
 
 func instancesOf(e *fixture.Env, machine string) []emu.InstanceInfo {
@@ -134,40 +106,9 @@ func writes(e *fixture.Env) int64 {
 	return n
 }
 
-// assertNoCanary scans every log line, every event, every Machine and
-// MachineSet and the metrics for the API key's secret and the user data, in
-// any form (test/canary).
+// assertNoCanary scans logs, events, Machines, MachineSets and metrics for
+// the canaries in any form (test/canary).
 func assertNoCanary(t *testing.T, e *fixture.Env) {
 	t.Helper()
-	ctx := context.Background()
-	var events corev1.EventList
-	var machines machinev1.MachineList
-	var sets machinev1.MachineSetList
-	if err := e.Client.List(ctx, &events); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Client.List(ctx, &machines); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Client.List(ctx, &sets); err != nil {
-		t.Fatal(err)
-	}
-	evJSON, _ := json.Marshal(events)
-	mJSON, _ := json.Marshal(machines)
-	sJSON, _ := json.Marshal(sets)
-	var metrics strings.Builder
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		_, _ = expfmt.MetricFamilyToText(&metrics, f)
-	}
-	for where, text := range map[string]string{
-		"logs": e.Logs.String(), "events": string(evJSON), "machines": string(mJSON), "machinesets": string(sJSON), "metrics": metrics.String(),
-	} {
-		for _, f := range canary.Scan(text, canarySecret, canaryInUD) {
-			t.Errorf("the %s hold the secret %s", where, f)
-		}
-	}
+	e.AssertNoCanary(t, canarySecret, canaryInUD)
 }

@@ -9,6 +9,8 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/appuio/machine-api-provider/api/internal/specutil"
 )
 
 // The seed corpus (f.Add and testdata/fuzz) runs with every go test; a long
@@ -79,7 +81,7 @@ func FuzzSpecFromProviderSpec(f *testing.F) {
 		}
 		for _, tags := range []map[string]string{spec.Tags, spec.RootVolumeTags} {
 			for k, v := range tags {
-				if !printable(k) || !printable(v) || len(k) > maxTagKeyLength || len(v) > maxTagValueLength {
+				if !specutil.Printable(k) || !specutil.Printable(v) || len(k) > maxTagKeyLength || len(v) > maxTagValueLength {
 					t.Fatalf("accepted tag %q=%q", k, v)
 				}
 			}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/appuio/machine-api-provider/api/internal/specutil"
 )
 
 // A Machine's name is its server's hostname and, once the server boots, its
@@ -27,13 +29,13 @@ func (e *HostnameError) Error() string { return e.msg }
 // server named after it with baseDomain ("" for none).
 func ValidateHostname(machineName, baseDomain string) error {
 	if msgs := validation.IsDNS1123Label(machineName); len(msgs) > 0 {
-		return &HostnameError{msg: fmt.Sprintf("the Machine's name %q cannot be its server's hostname: %s", truncate(machineName), strings.Join(msgs, "; "))}
+		return &HostnameError{msg: fmt.Sprintf("the Machine's name %q cannot be its server's hostname: %s", specutil.Truncate(machineName), strings.Join(msgs, "; "))}
 	}
 	if baseDomain == "" {
 		return nil
 	}
 	if n := len(machineName) + 1 + len(baseDomain); n > maxHostnameLength {
-		return &HostnameError{FQDNTooLong: true, msg: fmt.Sprintf("the server's name %s.%s would be %d characters, more than the %d a DNS name may have: shorten the Machine's name or baseDomain", truncate(machineName), truncate(baseDomain), n, maxHostnameLength)}
+		return &HostnameError{FQDNTooLong: true, msg: fmt.Sprintf("the server's name %s.%s would be %d characters, more than the %d a DNS name may have: shorten the Machine's name or baseDomain", specutil.Truncate(machineName), specutil.Truncate(baseDomain), n, maxHostnameLength)}
 	}
 	return nil
 }

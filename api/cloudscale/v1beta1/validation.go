@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/appuio/machine-api-provider/api/internal/specutil"
 )
 
 // SpecPath is where the provider spec sits in a Machine; in a MachineSet it
@@ -64,7 +64,7 @@ func (s *CloudscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorLi
 		errs = append(errs, field.TooLong(path.Child("apiVersion"), "", maxAPIVersion))
 	}
 	if s.Kind != "" && s.Kind != SpecKind {
-		errs = append(errs, field.Invalid(path.Child("kind"), truncate(s.Kind), "must be "+SpecKind))
+		errs = append(errs, field.Invalid(path.Child("kind"), specutil.Truncate(s.Kind), "must be "+SpecKind))
 	}
 	switch {
 	case s.Zone == "":
@@ -72,7 +72,7 @@ func (s *CloudscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorLi
 	case len(s.Zone) > maxZoneLength:
 		errs = append(errs, field.TooLong(path.Child("zone"), "", maxZoneLength))
 	case !zonePattern.MatchString(s.Zone):
-		errs = append(errs, field.Invalid(path.Child("zone"), truncate(s.Zone), "must be a zone slug such as rma1 or lpg1"))
+		errs = append(errs, field.Invalid(path.Child("zone"), specutil.Truncate(s.Zone), "must be a zone slug such as rma1 or lpg1"))
 	}
 	errs = append(errs, validateSlug(path.Child("flavor"), s.Flavor, maxFlavorLength, "the server flavor, e.g. flex-16-4")...)
 	errs = append(errs, validateSlug(path.Child("image"), s.Image, maxImageLength, "a public image slug, custom:<slug> or a custom image UUID")...)
@@ -94,7 +94,7 @@ func (s *CloudscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorLi
 			errs = append(errs, field.Invalid(p, k, "must be a public key, not empty"))
 		case len(k) > maxSSHKeyLength:
 			errs = append(errs, field.TooLong(p, "", maxSSHKeyLength))
-		case !printable(k):
+		case !specutil.Printable(k):
 			// A line break would add a line to authorized_keys.
 			errs = append(errs, field.Invalid(p, "(withheld)", "must be one line of printable characters"))
 		}
@@ -110,24 +110,24 @@ func (s *CloudscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorLi
 	}
 	for i, g := range s.ServerGroups {
 		if !uuidPattern.MatchString(g) {
-			errs = append(errs, field.Invalid(path.Child("serverGroups").Index(i), truncate(g), "must be a server group UUID"))
+			errs = append(errs, field.Invalid(path.Child("serverGroups").Index(i), specutil.Truncate(g), "must be a server group UUID"))
 		}
 	}
 	if s.AntiAffinityKey != "" {
 		for _, msg := range validation.IsDNS1123Label(s.AntiAffinityKey) {
-			errs = append(errs, field.Invalid(path.Child("antiAffinityKey"), truncate(s.AntiAffinityKey), msg))
+			errs = append(errs, field.Invalid(path.Child("antiAffinityKey"), specutil.Truncate(s.AntiAffinityKey), msg))
 		}
 	}
 	if s.BaseDomain != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(s.BaseDomain) {
-			errs = append(errs, field.Invalid(path.Child("baseDomain"), truncate(s.BaseDomain), msg))
+			errs = append(errs, field.Invalid(path.Child("baseDomain"), specutil.Truncate(s.BaseDomain), msg))
 		}
 	}
 	if s.UserDataSecret != nil {
-		errs = append(errs, validateSecretName(path.Child("userDataSecret", "name"), s.UserDataSecret.Name, "the name of the secret holding the user data")...)
+		errs = append(errs, specutil.SecretName(path.Child("userDataSecret", "name"), s.UserDataSecret.Name, "the name of the secret holding the user data")...)
 	}
 	if s.TokenSecret != nil {
-		errs = append(errs, validateSecretName(path.Child("tokenSecret", "name"), s.TokenSecret.Name, "the name of the secret holding the API token")...)
+		errs = append(errs, specutil.SecretName(path.Child("tokenSecret", "name"), s.TokenSecret.Name, "the name of the secret holding the API token")...)
 	}
 	return errs
 }
@@ -140,50 +140,10 @@ func validateSlug(path *field.Path, v string, maxLen int, what string) field.Err
 		return field.ErrorList{field.Required(path, what)}
 	case len(v) > maxLen:
 		return field.ErrorList{field.TooLong(path, "", maxLen)}
-	case !printable(v) || strings.ContainsRune(v, ' '):
-		return field.ErrorList{field.Invalid(path, truncate(v), "must be a slug or UUID, without spaces or control characters")}
+	case !specutil.Printable(v) || strings.ContainsRune(v, ' '):
+		return field.ErrorList{field.Invalid(path, specutil.Truncate(v), "must be a slug or UUID, without spaces or control characters")}
 	}
 	return nil
-}
-
-func validateSecretName(path *field.Path, name, what string) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(path, what)}
-	}
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
-		errs = append(errs, field.Invalid(path, truncate(name), msg))
-	}
-	return errs
-}
-
-// printable says whether s is valid UTF-8 without control characters (line
-// breaks, tabs, escapes, NUL): what a tag, a key or a name may hold.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return false
-		}
-	}
-	return true
-}
-
-// maxQuoted bounds how much of a rejected value an error repeats, so that
-// errors (which end up in a Machine's status and events) stay small.
-const maxQuoted = 100
-
-func truncate(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }
 
 func validateTags(path *field.Path, tags map[string]string) field.ErrorList {
@@ -201,14 +161,14 @@ func validateTags(path *field.Path, tags map[string]string) field.ErrorList {
 		case slices.Contains(ReservedTags, k):
 			errs = append(errs, field.Forbidden(path.Key(k), "this tag identifies the provider's servers and is set by the provider"))
 		case k == "" || len(k) > maxTagKeyLength:
-			errs = append(errs, field.Invalid(path.Key(truncate(k)), truncate(k), fmt.Sprintf("tag keys must be 1 to %d characters", maxTagKeyLength)))
-		case !printable(k):
+			errs = append(errs, field.Invalid(path.Key(specutil.Truncate(k)), specutil.Truncate(k), fmt.Sprintf("tag keys must be 1 to %d characters", maxTagKeyLength)))
+		case !specutil.Printable(k):
 			// Quoted, so that the path stays on one line.
 			errs = append(errs, field.Invalid(path.Key(strconv.Quote(k)), k, "tag keys must not hold control characters"))
 		case len(tags[k]) > maxTagValueLength:
 			errs = append(errs, field.TooLong(path.Key(k), "", maxTagValueLength))
-		case !printable(tags[k]):
-			errs = append(errs, field.Invalid(path.Key(k), truncate(tags[k]), "tag values must not hold control characters"))
+		case !specutil.Printable(tags[k]):
+			errs = append(errs, field.Invalid(path.Key(k), specutil.Truncate(tags[k]), "tag values must not hold control characters"))
 		}
 	}
 	return errs
@@ -229,13 +189,13 @@ func (in *Interface) validate(path *field.Path) field.ErrorList {
 	case "":
 		return append(errs, field.Required(path.Child("type"), "Public or Private"))
 	default:
-		return append(errs, field.NotSupported(path.Child("type"), InterfaceType(truncate(string(in.Type))), []InterfaceType{InterfaceTypePublic, InterfaceTypePrivate}))
+		return append(errs, field.NotSupported(path.Child("type"), InterfaceType(specutil.Truncate(string(in.Type))), []InterfaceType{InterfaceTypePublic, InterfaceTypePrivate}))
 	}
 	if in.NetworkUUID == "" && len(in.Addresses) == 0 {
 		errs = append(errs, field.Required(path.Child("networkUUID"), "a Private interface needs a networkUUID or addresses with a subnetUUID"))
 	}
 	if in.NetworkUUID != "" && !uuidPattern.MatchString(in.NetworkUUID) {
-		errs = append(errs, field.Invalid(path.Child("networkUUID"), truncate(in.NetworkUUID), "must be a network UUID"))
+		errs = append(errs, field.Invalid(path.Child("networkUUID"), specutil.Truncate(in.NetworkUUID), "must be a network UUID"))
 	}
 	if len(in.Addresses) > maxAddresses {
 		return append(errs, field.TooMany(path.Child("addresses"), len(in.Addresses), maxAddresses))
@@ -245,11 +205,11 @@ func (in *Interface) validate(path *field.Path) field.ErrorList {
 		if a.SubnetUUID == "" {
 			errs = append(errs, field.Required(p.Child("subnetUUID"), "the subnet the address belongs to"))
 		} else if !uuidPattern.MatchString(a.SubnetUUID) {
-			errs = append(errs, field.Invalid(p.Child("subnetUUID"), truncate(a.SubnetUUID), "must be a subnet UUID"))
+			errs = append(errs, field.Invalid(p.Child("subnetUUID"), specutil.Truncate(a.SubnetUUID), "must be a subnet UUID"))
 		}
 		if a.Address != "" {
 			if _, err := netip.ParseAddr(a.Address); err != nil || len(a.Address) > maxIPAddressLength {
-				errs = append(errs, field.Invalid(p.Child("address"), truncate(a.Address), "must be an IP address"))
+				errs = append(errs, field.Invalid(p.Child("address"), specutil.Truncate(a.Address), "must be an IP address"))
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/appuio/machine-api-provider/api/internal/specutil"
 )
 
 // The seed corpus (f.Add and testdata/fuzz/FuzzExoscaleSpec) runs with
@@ -85,7 +87,7 @@ func FuzzExoscaleSpec(f *testing.F) {
 			}
 		}
 		for _, s := range values {
-			if len(s) > maxNameLength || strings.ContainsAny(s, "\n\r\x00") || !utf8.ValidString(s) || !printable(s) {
+			if len(s) > maxNameLength || strings.ContainsAny(s, "\n\r\x00") || !utf8.ValidString(s) || !specutil.Printable(s) {
 				t.Fatalf("accepted an unbounded or multi-line value %.100q", s)
 			}
 		}

@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/appuio/machine-api-provider/api/internal/specutil"
 )
 
 // SpecPath is where the provider spec sits in a Machine; in a MachineSet it
@@ -62,7 +62,7 @@ func (s *ExoscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorList
 		errs = append(errs, field.TooLong(path.Child("apiVersion"), "", maxAPIVersion))
 	}
 	if s.Kind != "" && s.Kind != SpecKind {
-		errs = append(errs, field.Invalid(path.Child("kind"), truncate(s.Kind), "must be "+SpecKind))
+		errs = append(errs, field.Invalid(path.Child("kind"), specutil.Truncate(s.Kind), "must be "+SpecKind))
 	}
 	switch {
 	case s.Zone == "":
@@ -70,7 +70,7 @@ func (s *ExoscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorList
 	case len(s.Zone) > maxZoneLength:
 		errs = append(errs, field.TooLong(path.Child("zone"), "", maxZoneLength))
 	case !zonePattern.MatchString(s.Zone):
-		errs = append(errs, field.Invalid(path.Child("zone"), truncate(s.Zone), "must be a zone name such as ch-gva-2 or de-fra-1"))
+		errs = append(errs, field.Invalid(path.Child("zone"), specutil.Truncate(s.Zone), "must be a zone name such as ch-gva-2 or de-fra-1"))
 	}
 	switch t := s.InstanceType; {
 	case t == "":
@@ -78,7 +78,7 @@ func (s *ExoscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorList
 	case len(t) > maxTypeLength:
 		errs = append(errs, field.TooLong(path.Child("instanceType"), "", maxTypeLength))
 	case !instanceTypePattern.MatchString(t) && !uuidPattern.MatchString(t):
-		errs = append(errs, field.Invalid(path.Child("instanceType"), truncate(t), "must be family.size (e.g. standard.extra-large, gpu3.small) or an instance type ID"))
+		errs = append(errs, field.Invalid(path.Child("instanceType"), specutil.Truncate(t), "must be family.size (e.g. standard.extra-large, gpu3.small) or an instance type ID"))
 	}
 	errs = append(errs, s.Template.validate(path.Child("template"))...)
 	switch {
@@ -99,7 +99,7 @@ func (s *ExoscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorList
 	if s.AntiAffinityKey != "" {
 		// The key names the provider's groups (<cluster>-<key>-<n>).
 		for _, msg := range validation.IsDNS1123Label(s.AntiAffinityKey) {
-			errs = append(errs, field.Invalid(path.Child("antiAffinityKey"), truncate(s.AntiAffinityKey), msg))
+			errs = append(errs, field.Invalid(path.Child("antiAffinityKey"), specutil.Truncate(s.AntiAffinityKey), msg))
 		}
 	}
 	if len(s.PrivateNetworks) > maxPrivateNetworks {
@@ -110,7 +110,7 @@ func (s *ExoscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorList
 			errs = append(errs, ResourceRef{ID: n.ID, Name: n.Name}.validate(p)...)
 			if n.IP != "" {
 				if a, err := netip.ParseAddr(n.IP); err != nil || !a.Is4() || len(n.IP) > maxIPAddressLength {
-					errs = append(errs, field.Invalid(p.Child("ip"), truncate(n.IP), "must be an IPv4 address"))
+					errs = append(errs, field.Invalid(p.Child("ip"), specutil.Truncate(n.IP), "must be an IPv4 address"))
 				}
 			}
 		}
@@ -122,17 +122,17 @@ func (s *ExoscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorList
 			errs = append(errs, field.Invalid(path.Child("publicIPAssignment"), string(s.PublicIPAssignment), "an instance without a public address needs a private network (privateNetworks)"))
 		}
 	default:
-		errs = append(errs, field.NotSupported(path.Child("publicIPAssignment"), PublicIPAssignment(truncate(string(s.PublicIPAssignment))), []PublicIPAssignment{PublicIPInet4, PublicIPDual, PublicIPNone}))
+		errs = append(errs, field.NotSupported(path.Child("publicIPAssignment"), PublicIPAssignment(specutil.Truncate(string(s.PublicIPAssignment))), []PublicIPAssignment{PublicIPInet4, PublicIPDual, PublicIPNone}))
 	}
 	if s.DeployTarget != nil {
 		errs = append(errs, s.DeployTarget.validate(path.Child("deployTarget"))...)
 	}
 	errs = append(errs, validateLabels(path.Child("labels"), s.Labels)...)
 	if s.UserDataSecret != nil {
-		errs = append(errs, validateSecretName(path.Child("userDataSecret", "name"), s.UserDataSecret.Name, "the name of the secret holding the user data")...)
+		errs = append(errs, specutil.SecretName(path.Child("userDataSecret", "name"), s.UserDataSecret.Name, "the name of the secret holding the user data")...)
 	}
 	if s.CredentialsSecret != nil {
-		errs = append(errs, validateSecretName(path.Child("credentialsSecret", "name"), s.CredentialsSecret.Name, "the name of the secret holding the API key and secret")...)
+		errs = append(errs, specutil.SecretName(path.Child("credentialsSecret", "name"), s.CredentialsSecret.Name, "the name of the secret holding the API key and secret")...)
 	}
 	return errs
 }
@@ -146,7 +146,7 @@ func (t TemplateRef) validate(path *field.Path) field.ErrorList {
 		return field.ErrorList{field.Forbidden(path.Child("name"), "give the template's id or its name, not both")}
 	case t.ID != "":
 		if !uuidPattern.MatchString(t.ID) {
-			errs = append(errs, field.Invalid(path.Child("id"), truncate(t.ID), "must be a template ID (a UUID)"))
+			errs = append(errs, field.Invalid(path.Child("id"), specutil.Truncate(t.ID), "must be a template ID (a UUID)"))
 		}
 		if t.Visibility != "" {
 			errs = append(errs, field.Forbidden(path.Child("visibility"), "only a template given by name has a visibility"))
@@ -157,7 +157,7 @@ func (t TemplateRef) validate(path *field.Path) field.ErrorList {
 	switch t.Visibility {
 	case TemplateVisibilityPrivate, TemplateVisibilityPublic:
 	default:
-		errs = append(errs, field.NotSupported(path.Child("visibility"), TemplateVisibility(truncate(string(t.Visibility))), []TemplateVisibility{TemplateVisibilityPrivate, TemplateVisibilityPublic}))
+		errs = append(errs, field.NotSupported(path.Child("visibility"), TemplateVisibility(specutil.Truncate(string(t.Visibility))), []TemplateVisibility{TemplateVisibilityPrivate, TemplateVisibilityPublic}))
 	}
 	return errs
 }
@@ -182,7 +182,7 @@ func (r ResourceRef) validate(path *field.Path) field.ErrorList {
 		return field.ErrorList{field.Forbidden(path.Child("name"), "give the id or the name, not both")}
 	case r.ID != "":
 		if !uuidPattern.MatchString(r.ID) {
-			return field.ErrorList{field.Invalid(path.Child("id"), truncate(r.ID), "must be an ID (a UUID)")}
+			return field.ErrorList{field.Invalid(path.Child("id"), specutil.Truncate(r.ID), "must be an ID (a UUID)")}
 		}
 		return nil
 	}
@@ -197,23 +197,12 @@ func validateName(path *field.Path, v, what string) field.ErrorList {
 		return field.ErrorList{field.Required(path, what)}
 	case len(v) > maxNameLength:
 		return field.ErrorList{field.TooLong(path, "", maxNameLength)}
-	case !printable(v):
-		return field.ErrorList{field.Invalid(path, truncate(strconv.Quote(v)), "must not hold control characters")}
+	case !specutil.Printable(v):
+		return field.ErrorList{field.Invalid(path, specutil.Truncate(strconv.Quote(v)), "must not hold control characters")}
 	case strings.TrimSpace(v) != v:
-		return field.ErrorList{field.Invalid(path, truncate(strconv.Quote(v)), "must not begin or end with spaces")}
+		return field.ErrorList{field.Invalid(path, specutil.Truncate(strconv.Quote(v)), "must not begin or end with spaces")}
 	}
 	return nil
-}
-
-func validateSecretName(path *field.Path, name, what string) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(path, what)}
-	}
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
-		errs = append(errs, field.Invalid(path, truncate(name), msg))
-	}
-	return errs
 }
 
 // validateLabels bounds the instance's labels as the API does (keys of 1 to
@@ -236,46 +225,17 @@ func validateLabels(path *field.Path, labels map[string]string) field.ErrorList 
 		case slices.Contains(ReservedLabels, k):
 			errs = append(errs, field.Forbidden(path.Key(k), "this label identifies the provider's instances and is set by the provider"))
 		case k == "" || len(k) > maxNameLength:
-			errs = append(errs, field.Invalid(path.Key(truncate(k)), truncate(k), fmt.Sprintf("label keys must be 1 to %d characters", maxNameLength)))
-		case !printable(k) || strings.ContainsAny(k, " ="):
+			errs = append(errs, field.Invalid(path.Key(specutil.Truncate(k)), specutil.Truncate(k), fmt.Sprintf("label keys must be 1 to %d characters", maxNameLength)))
+		case !specutil.Printable(k) || strings.ContainsAny(k, " ="):
 			// Quoted, so that the path stays on one line.
-			errs = append(errs, field.Invalid(path.Key(truncate(strconv.Quote(k))), truncate(strconv.Quote(k)), "label keys must not hold control characters, spaces or \"=\""))
+			errs = append(errs, field.Invalid(path.Key(specutil.Truncate(strconv.Quote(k))), specutil.Truncate(strconv.Quote(k)), "label keys must not hold control characters, spaces or \"=\""))
 		case len(v) > maxNameLength:
 			errs = append(errs, field.TooLong(path.Key(k), "", maxNameLength))
-		case !printable(v):
-			errs = append(errs, field.Invalid(path.Key(k), truncate(strconv.Quote(v)), "label values must not hold control characters"))
+		case !specutil.Printable(v):
+			errs = append(errs, field.Invalid(path.Key(k), specutil.Truncate(strconv.Quote(v)), "label values must not hold control characters"))
 		}
 	}
 	return errs
-}
-
-// printable says whether s is valid UTF-8 without control characters (line
-// breaks, tabs, escapes, NUL) or line separators.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return false
-		}
-	}
-	return true
-}
-
-// maxQuoted bounds how much of a rejected value an error repeats, so that
-// errors (which end up in a Machine's status and events) stay small.
-const maxQuoted = 100
-
-func truncate(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }
 
 // ValidateUserDataSize refuses rendered user data larger than Exoscale
