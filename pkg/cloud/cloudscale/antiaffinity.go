@@ -3,7 +3,6 @@ package cloudscale
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -23,62 +22,6 @@ const maxServersPerGroup = 4
 // old before it may be deleted for being empty, since another process may
 // have just made it for a server on its way.
 const tagGroupCreated = "machine-api-provider-cloudscale_appuio_io_created"
-
-func (c *Client) createWithAntiAffinity(ctx context.Context, m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec, req *sdk.ServerRequest) (*cloud.Server, bool, error) {
-	k := cloud.GroupKey{ClusterID: m.ClusterID, Key: p.AntiAffinityKey, Zone: p.Zone}
-	unlock, err := c.groupLocks.Lock(ctx, k)
-	if err != nil {
-		return nil, false, err
-	}
-	defer unlock()
-	// Waiting for the lock may have taken a while: look again, with the
-	// calls up to the create paid for at once (look, group list, group
-	// create, server create), so that no rate-limit wait comes between the
-	// look and the create.
-	ctx, err = c.gate.Prepay(ctx, 4)
-	if err != nil {
-		return nil, false, err
-	}
-	found, err := c.ListServers(ctx, cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
-	if err != nil {
-		return nil, false, err
-	}
-	if len(found) > 0 {
-		return &found[0], false, nil
-	}
-	group, isNew, err := c.placementGroup(ctx, k)
-	if err != nil {
-		return nil, false, err
-	}
-	req.ServerGroups = append(req.ServerGroups, group)
-	var s *sdk.Server
-	err = c.call(ctx, "server.create", func(ctx context.Context) (err error) {
-		s, err = c.sdk.Servers.Create(ctx, req)
-		return err
-	}, redacting(req.UserData), reclassifying(func(err error) error {
-		// Another process (an old leader, a second cluster's provider
-		// with the same token) may have filled or deleted the group since
-		// it was listed: placing the server again will do. A refusal
-		// naming one of the user's serverGroups is their business.
-		var invalid *cloud.InvalidConfigError
-		if !errors.As(err, &invalid) || invalid.Field != "serverGroups" || (namesAny(invalid.Message, p.ServerGroups) && !strings.Contains(invalid.Message, group)) {
-			return err
-		}
-		return &cloud.RetryableError{NotPerformed: true, Err: fmt.Errorf("cloudscale.ch server.create: anti-affinity group %s for %q refused the server, it is placed again: %s", group, p.AntiAffinityKey, invalid.Message)}
-	}))
-	if err != nil {
-		if isNew && cloud.NotPerformed(err) {
-			// Nothing of a refused create stays behind: the group was
-			// made for this server only.
-			c.deleteGroupIfEmptyLocked(ctx, group, "")
-		}
-		return nil, false, err
-	}
-	c.rootTagsMu.Lock()
-	c.untagged[s.UUID] = true
-	c.rootTagsMu.Unlock()
-	return toServer(s), true, nil
-}
 
 func namesAny(msg string, ids []string) bool {
 	for _, id := range ids {

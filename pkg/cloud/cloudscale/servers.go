@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -67,7 +69,8 @@ func (c *Client) getServer(ctx context.Context, id string) (*sdk.Server, error) 
 // the cached catalog first (so a typo costs no refused create and leaves no
 // group behind), the Machine's servers are looked up directly right before
 // the create (after the anti-affinity lock, when there is one), and the root
-// volume is tagged by the first SyncServer, off the critical path.
+// volume is tagged by the first SyncServer after the server runs, off the
+// critical path.
 func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec cloud.Spec, userData []byte) (*cloud.Server, bool, error) {
 	p, err := providerSpec(spec)
 	if err != nil {
@@ -81,40 +84,58 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 		return nil, false, err
 	}
 	req := serverRequest(m, p, userData)
-	if p.AntiAffinityKey != "" {
-		return c.createWithAntiAffinity(ctx, m, p, req)
+	steps := cloud.CreateSteps{
+		Look: func(ctx context.Context) ([]cloud.Server, error) {
+			return c.ListServers(ctx, cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
+		},
+		Send: func(ctx context.Context, group string) (*cloud.Server, error) {
+			return c.sendCreate(ctx, p, req, group)
+		},
 	}
-	return c.createIfAbsent(ctx, m, req)
+	var key *cloud.GroupKey
+	if p.AntiAffinityKey != "" {
+		key = &cloud.GroupKey{ClusterID: m.ClusterID, Key: p.AntiAffinityKey, Zone: p.Zone}
+		steps.Place = func(ctx context.Context) (string, bool, error) { return c.placementGroup(ctx, *key) }
+		steps.Unplace = func(ctx context.Context, group string) {
+			if _, err := c.deleteGroupIfEmptyLocked(ctx, group, ""); err != nil {
+				logf.FromContext(ctx).Info("Deleting the anti-affinity group made for a refused create failed; the cleanup retries", "group", group, "error", err.Error())
+			}
+		}
+	}
+	return cloud.Create(ctx, c.gate, &c.groupLocks, key, steps)
 }
 
-// createIfAbsent looks for the Machine's servers and creates one only when
-// there is none.
-func (c *Client) createIfAbsent(ctx context.Context, m cloud.MachineRef, req *sdk.ServerRequest, opts ...callOption) (*cloud.Server, bool, error) {
-	// The look and the create pass the rate limit together: the look must
-	// not go stale while the create waits.
-	ctx, err := c.gate.Prepay(ctx, 2)
-	if err != nil {
-		return nil, false, err
-	}
-	found, err := c.ListServers(ctx, cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
-	if err != nil {
-		return nil, false, err
-	}
-	if len(found) > 0 {
-		return &found[0], false, nil
+// sendCreate sends the create, into the anti-affinity group when there is
+// one, and remembers that the new server's root volume is untagged.
+func (c *Client) sendCreate(ctx context.Context, p *v1beta1.CloudscaleMachineProviderSpec, req *sdk.ServerRequest, group string) (*cloud.Server, error) {
+	opts := []callOption{redacting(req.UserData)}
+	if group != "" {
+		req.ServerGroups = append(slices.Clone(p.ServerGroups), group)
+		opts = append(opts, reclassifying(func(err error) error {
+			// Another process (an old leader, a second cluster's provider
+			// with the same token) may have filled or deleted the group
+			// since it was listed: placing the server again will do. A
+			// refusal naming one of the user's serverGroups is their
+			// business.
+			var invalid *cloud.InvalidConfigError
+			if !errors.As(err, &invalid) || invalid.Field != "serverGroups" || (namesAny(invalid.Message, p.ServerGroups) && !strings.Contains(invalid.Message, group)) {
+				return err
+			}
+			return &cloud.RetryableError{NotPerformed: true, Err: fmt.Errorf("cloudscale.ch server.create: anti-affinity group %s for %q refused the server, it is placed again: %s", group, p.AntiAffinityKey, invalid.Message)}
+		}))
 	}
 	var s *sdk.Server
-	err = c.call(ctx, "server.create", func(ctx context.Context) (err error) {
+	err := c.call(ctx, "server.create", func(ctx context.Context) (err error) {
 		s, err = c.sdk.Servers.Create(ctx, req)
 		return err
-	}, append(opts, redacting(req.UserData))...)
+	}, opts...)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	c.rootTagsMu.Lock()
 	c.untagged[s.UUID] = true
 	c.rootTagsMu.Unlock()
-	return toServer(s), true, nil
+	return toServer(s), nil
 }
 
 func serverRequest(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec, userData []byte) *sdk.ServerRequest {

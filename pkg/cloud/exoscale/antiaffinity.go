@@ -11,7 +11,6 @@ import (
 	v3 "github.com/exoscale/egoscale/v3"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
 
@@ -63,57 +62,6 @@ func parseGroup(name, description string) (k cloud.GroupKey, created time.Time, 
 // zone's, so the zone is no part of it.
 func groupKey(clusterID, key string) cloud.GroupKey {
 	return cloud.GroupKey{ClusterID: clusterID, Key: key}
-}
-
-func (c *Client) createWithAntiAffinity(ctx context.Context, m cloud.MachineRef, p *v1beta1.ExoscaleMachineProviderSpec, r *resolved, req v3.CreateInstanceRequest) (*cloud.Server, bool, error) {
-	k := groupKey(m.ClusterID, p.AntiAffinityKey)
-	unlock, err := c.groupLocks.Lock(ctx, k)
-	if err != nil {
-		return nil, false, err
-	}
-	defer unlock()
-	// Waiting for the lock may have taken a while: look again, with the
-	// calls up to the create paid for at once (look, group list, group
-	// create, instance create), so that no rate-limit wait comes between
-	// the look and the create.
-	ctx, err = c.gate.Prepay(ctx, 4)
-	if err != nil {
-		return nil, false, err
-	}
-	found, err := c.ListServers(ctx, cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
-	if err != nil {
-		return nil, false, err
-	}
-	if len(found) > 0 {
-		return &found[0], false, nil
-	}
-	group, isNew, err := c.placementGroup(ctx, k)
-	if err != nil {
-		return nil, false, err
-	}
-	req.AntiAffinityGroups = append(req.AntiAffinityGroups, v3.AntiAffinityGroup{ID: group})
-	s, err := c.createInstance(ctx, p, r, req, func(err error) error {
-		// Another process (an old leader, another cluster's provider with
-		// the same account) may have filled or deleted the group since it
-		// was listed: placing the instance again will do. A refusal about
-		// one of the user's antiAffinityGroups is the user's business.
-		var invalid *cloud.InvalidConfigError
-		if !errors.As(err, &invalid) || invalid.Field != "antiAffinityGroups" || !strings.Contains(invalid.Message, string(group)) {
-			return err
-		}
-		return &cloud.RetryableError{NotPerformed: true, Err: fmt.Errorf("%s instance.create: anti-affinity group %s for %q refused the instance, it is placed again: %s", displayName, group, p.AntiAffinityKey, invalid.Message)}
-	})
-	if err != nil {
-		if isNew && cloud.NotPerformed(err) {
-			// Nothing of a refused create stays behind: the group was
-			// made for this instance only.
-			if _, derr := c.deleteGroupIfEmptyLocked(ctx, string(group)); derr != nil {
-				logf.FromContext(ctx).Info("Deleting the anti-affinity group made for a refused create failed; the cleanup retries", "group", group, "error", derr.Error())
-			}
-		}
-		return nil, false, err
-	}
-	return s, true, nil
 }
 
 // placementGroup returns the group the next instance of the key goes into,

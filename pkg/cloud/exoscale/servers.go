@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	v3 "github.com/exoscale/egoscale/v3"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -132,6 +133,7 @@ func (c *Client) getInstance(ctx context.Context, zone, id string) (*instance, e
 	d := &instance{Instance: *inst, Zone: zone, Full: true}
 	c.zones.seen(id, zone)
 	c.rememberDisk(id, inst.DiskSize)
+	c.rememberGroups(id, inst.AntiAffinityGroups)
 	return d, nil
 }
 
@@ -164,27 +166,45 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 		return nil, false, err
 	}
 	req := createRequest(m, p, r, userData)
+	steps := cloud.CreateSteps{
+		Look: func(ctx context.Context) ([]cloud.Server, error) {
+			return c.ListServers(ctx, cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
+		},
+		Send: func(ctx context.Context, group string) (*cloud.Server, error) {
+			if group == "" {
+				return c.createInstance(ctx, p, r, req)
+			}
+			withGroup := req
+			withGroup.AntiAffinityGroups = append(slices.Clone(req.AntiAffinityGroups), v3.AntiAffinityGroup{ID: v3.UUID(group)})
+			return c.createInstance(ctx, p, r, withGroup, func(err error) error {
+				// Another process (an old leader, another cluster's
+				// provider with the same account) may have filled or
+				// deleted the group since it was listed: placing the
+				// instance again will do. A refusal about one of the
+				// user's antiAffinityGroups is the user's business.
+				var invalid *cloud.InvalidConfigError
+				if !errors.As(err, &invalid) || invalid.Field != "antiAffinityGroups" || !strings.Contains(invalid.Message, group) {
+					return err
+				}
+				return &cloud.RetryableError{NotPerformed: true, Err: fmt.Errorf("%s instance.create: anti-affinity group %s for %q refused the instance, it is placed again: %s", displayName, group, p.AntiAffinityKey, invalid.Message)}
+			})
+		},
+	}
+	var key *cloud.GroupKey
 	if p.AntiAffinityKey != "" {
-		return c.createWithAntiAffinity(ctx, m, p, r, req)
+		k := groupKey(m.ClusterID, p.AntiAffinityKey)
+		key = &k
+		steps.Place = func(ctx context.Context) (string, bool, error) {
+			id, isNew, err := c.placementGroup(ctx, k)
+			return string(id), isNew, err
+		}
+		steps.Unplace = func(ctx context.Context, group string) {
+			if _, err := c.deleteGroupIfEmptyLocked(ctx, group); err != nil {
+				logf.FromContext(ctx).Info("Deleting the anti-affinity group made for a refused create failed; the cleanup retries", "group", group, "error", err.Error())
+			}
+		}
 	}
-	// The look and the create pass the rate limit together: the look must
-	// not go stale while the create waits.
-	ctx, err = c.gate.Prepay(ctx, 2)
-	if err != nil {
-		return nil, false, err
-	}
-	found, err := c.ListServers(ctx, cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
-	if err != nil {
-		return nil, false, err
-	}
-	if len(found) > 0 {
-		return &found[0], false, nil
-	}
-	s, err := c.createInstance(ctx, p, r, req)
-	if err != nil {
-		return nil, false, err
-	}
-	return s, true, nil
+	return cloud.Create(ctx, c.gate, &c.groupLocks, key, steps)
 }
 
 func createRequest(m cloud.MachineRef, p *v1beta1.ExoscaleMachineProviderSpec, r *resolved, userData []byte) v3.CreateInstanceRequest {
@@ -241,6 +261,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	}}
 	c.zones.seen(id, p.Zone)
 	c.rememberDisk(id, req.DiskSize)
+	c.rememberGroups(id, req.AntiAffinityGroups)
 	if len(r.networks) > 0 {
 		if err := c.attachNetworks(ctx, r.zone, d, r.networks); err != nil {
 			// The instance exists: the create succeeded. The next
@@ -253,7 +274,8 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 
 // operationFailed turns an operation already answered as failed into an
 // error: a failure the API explains by the request is the spec's problem,
-// others are retried (the instance was never made).
+// others are retried. Either way the instance was never made, so the retry
+// need not wait for it.
 func operationFailed(op *v3.Operation, what string) error {
 	if op == nil || op.State != v3.OperationStateFailure {
 		return nil
@@ -263,7 +285,7 @@ func operationFailed(op *v3.Operation, what string) error {
 	case v3.OperationReasonIncorrect, v3.OperationReasonForbidden, v3.OperationReasonNotFound, v3.OperationReasonUnsupported:
 		return &cloud.InvalidConfigError{Message: msg}
 	}
-	return &cloud.RetryableError{Err: errors.New(msg)}
+	return &cloud.RetryableError{Err: errors.New(msg), NotPerformed: true}
 }
 
 // DeleteServer deletes the instance, then the provider's anti-affinity
@@ -273,7 +295,13 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 		return errors.New("exoscale: DeleteServer needs a server with an ID")
 	}
 	d := detailOf(s)
-	if d == nil || !d.Full {
+	if groups, ok := c.knownGroups(s.ID); ok && d != nil && !d.Full && d.Zone != "" {
+		// The groups are known without a read: this process made or
+		// read the instance.
+		full := *d
+		full.AntiAffinityGroups = groups
+		d = &full
+	} else if d == nil || !d.Full {
 		// The groups are known only from the instance's full record.
 		got, err := c.GetServer(ctx, s.ID)
 		if cloud.IsNotFound(err) {
