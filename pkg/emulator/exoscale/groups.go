@@ -54,12 +54,7 @@ func (e *Emulator) createAntiAffinityGroup(c *call) reply {
 }
 
 func (c *call) findAntiAffinityGroup() (*antiAffinityGroup, *reply) {
-	g := c.acct.AntiAffinityGroups[c.params["id"]]
-	if g == nil {
-		r := notFound("Anti-affinity Group", c.params["id"])
-		return nil, &r
-	}
-	return g, nil
+	return lookup(c, c.acct.AntiAffinityGroups, "Anti-affinity Group", nil)
 }
 
 func (e *Emulator) getAntiAffinityGroup(c *call) reply {
@@ -140,12 +135,7 @@ func (e *Emulator) createSecurityGroup(c *call) reply {
 }
 
 func (c *call) findSecurityGroup() (*securityGroup, *reply) {
-	g := c.acct.SecurityGroups[c.params["id"]]
-	if g == nil {
-		r := notFound("Security Group", c.params["id"])
-		return nil, &r
-	}
-	return g, nil
+	return lookup(c, c.acct.SecurityGroups, "Security Group", nil)
 }
 
 func (e *Emulator) getSecurityGroup(c *call) reply {

@@ -287,12 +287,7 @@ func (c *call) usableTemplate(id string) (int64, *reply) {
 // findInstance looks up the instance the path names, in the call's zone:
 // instances are zone-local.
 func (c *call) findInstance() (*instance, *reply) {
-	inst := c.acct.Instances[c.params["id"]]
-	if inst == nil || inst.Zone != c.zone {
-		r := notFound("Instance", c.params["id"])
-		return nil, &r
-	}
-	return inst, nil
+	return lookup(c, c.acct.Instances, "Instance", func(i *instance) bool { return i.Zone == c.zone })
 }
 
 func (e *Emulator) getInstance(c *call) reply {

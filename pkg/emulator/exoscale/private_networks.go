@@ -149,12 +149,7 @@ func (pn *privateNetwork) setRange(start, end, mask *string) *reply {
 func (pn *privateNetwork) managed() bool { return pn.StartIP != "" }
 
 func (c *call) findPrivateNetwork() (*privateNetwork, *reply) {
-	pn := c.acct.PrivateNetworks[c.params["id"]]
-	if pn == nil || pn.Zone != c.zone {
-		r := notFound("Private Network", c.params["id"])
-		return nil, &r
-	}
-	return pn, nil
+	return lookup(c, c.acct.PrivateNetworks, "Private Network", func(pn *privateNetwork) bool { return pn.Zone == c.zone })
 }
 
 func (e *Emulator) getPrivateNetwork(c *call) reply {

@@ -220,6 +220,19 @@ type opFailure struct {
 }
 
 // sorted returns the values of m in creation order, as the real API lists them.
+// lookup finds the resource the path's id names in m; inZone (nil: every
+// resource is the account's) says whether one is visible in the call's zone.
+// What is not there, or not there in this zone, is the real API's 404.
+func lookup[T resource](c *call, m map[string]T, kind string, inZone func(T) bool) (T, *reply) {
+	v, ok := m[c.params["id"]]
+	if !ok || (inZone != nil && !inZone(v)) {
+		var zero T
+		r := notFound(kind, c.params["id"])
+		return zero, &r
+	}
+	return v, nil
+}
+
 func sorted[T resource](m map[string]T) []T {
 	out := make([]T, 0, len(m))
 	for _, v := range m {
