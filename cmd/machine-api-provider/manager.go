@@ -97,7 +97,7 @@ output to the log.`,
 			if err != nil {
 				return err
 			}
-			log.Info("starting manager", "cloud", cloudName, "namespace", o.Namespace, "maxConcurrentReconciles", o.MaxConcurrentReconciles)
+			log.Info("starting manager", "cloud", cloudName, "namespace", o.Namespace, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "maxConcurrentCreates", o.MaxConcurrentCreates)
 			return mgr.Start(cmd.Context())
 		},
 	}
@@ -111,7 +111,8 @@ output to the log.`,
 	f.StringVar(&exoAPI, "exoscale-api-endpoint", os.Getenv(exocloud.EnvAPIEndpoint), "Exoscale API endpoint whose zone list names every zone's endpoint (default $EXOSCALE_API_ENDPOINT, else "+exocloud.DefaultEndpoint+")")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machines, MachineSets and secrets to manage (\"\" for all)")
-	f.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 10, "Machines reconciled at once")
+	f.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 20, "Machines reconciled at once")
+	f.IntVar(&o.MaxConcurrentCreates, "max-concurrent-creates", 10, "servers created at once, across all Machines: Machines that would create more wait, the other reconciles go on")
 	f.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 0, "client-side limit of requests per second to the Kubernetes API (0: none; the API server's priority and fairness protects it)")
 	f.IntVar(&o.KubeAPIBurst, "kube-api-burst", 0, "burst of requests to the Kubernetes API, with --kube-api-qps")
 	f.Float64Var(&o.CloudRateLimit.QPS, "cloud-api-qps", 0, "client-side limit of cloud API calls per second, per account (0: the cloud's default, 50 for both clouds)")

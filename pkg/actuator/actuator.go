@@ -44,6 +44,13 @@ type Options struct {
 	// UserData renders user data, templates in its sandbox with its
 	// limits. Default userdata.Default.
 	UserData *userdata.Renderer
+	// MaxConcurrentCreates bounds the creates in flight, whatever the
+	// account: a create holds one from just before its intent is recorded
+	// until the cloud has answered. The machine controller can then run
+	// more reconciles than that, and those with nothing to create (the
+	// steps before a create, the update after it, deletions) never wait
+	// behind creates waiting for the cloud. Default 10.
+	MaxConcurrentCreates int
 }
 
 // Actuator creates, finds, updates and deletes the servers of Machines.
@@ -70,6 +77,8 @@ type Actuator struct {
 	// need not wait out the grace period.
 	settled sync.Map // types.UID -> intent time (string)
 	backoff backoffs
+	// createSlots holds a token for each create in flight.
+	createSlots chan struct{}
 }
 
 type refusedSpec struct {
@@ -95,6 +104,9 @@ func New(c client.Client, accounts *cloud.Accounts, recorder record.EventRecorde
 	if o.GroupMinAge <= 0 {
 		o.GroupMinAge = time.Minute
 	}
+	if o.MaxConcurrentCreates <= 0 {
+		o.MaxConcurrentCreates = 10
+	}
 	secrets := o.SecretReader
 	if secrets == nil {
 		secrets = c
@@ -106,6 +118,7 @@ func New(c client.Client, accounts *cloud.Accounts, recorder record.EventRecorde
 	return &Actuator{
 		client: c, secrets: secrets, cloud: accounts.Cloud(), accounts: accounts,
 		recorder: recorder, log: log, o: o, userData: userData, now: time.Now,
+		createSlots: make(chan struct{}, o.MaxConcurrentCreates),
 	}
 }
 
@@ -149,7 +162,16 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	if err != nil {
 		return err
 	}
+	release, err := a.awaitCreateSlot(ctx, m, intent)
+	if err != nil {
+		return err
+	}
+	if intent, err = a.renewIntent(ctx, m, intent); err != nil {
+		release()
+		return err
+	}
 	server, created, err := s.client.CreateServer(ctx, s.ref, s.spec, userData)
+	release()
 	if err != nil {
 		if cloud.NotPerformed(err) {
 			a.settled.Store(m.UID, intent)
@@ -163,8 +185,51 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	} else {
 		a.recorder.Eventf(m, corev1.EventTypeNormal, "Adopted", "Found %s server %s of this Machine, created earlier", a.cloud.Name(), server.ID)
 	}
+	// Sync it at once, out of the create slot: where the create's answer
+	// lacks what only a read has (an Exoscale instance's addresses), the
+	// Machine is then written once, complete, not once now and again by
+	// the next update. A sync that fails is left to that update.
+	drift, err := s.client.SyncServer(ctx, s.ref, s.spec, server)
+	if err != nil {
+		a.log.V(1).Info("syncing a new server failed; the next update retries", "machine", machineKey(m), "server", server.ID, "error", err.Error())
+		drift = nil
+	} else {
+		s.view.Observed(*server)
+	}
 	// Record the server on the Machine at once: from now on it is found by ID.
-	return a.record(ctx, s, server, nil)
+	return a.record(ctx, s, server, drift)
+}
+
+// awaitCreateSlot waits for one of the MaxConcurrentCreates slots, or for
+// ctx to end, and returns what gives the slot back. The intent is recorded
+// before the wait, so that the slot is not held while the Machine is
+// written; a create that never got a slot made nothing.
+func (a *Actuator) awaitCreateSlot(ctx context.Context, m *machinev1.Machine, intent string) (release func(), err error) {
+	select {
+	case a.createSlots <- struct{}{}:
+		return func() { <-a.createSlots }, nil
+	case <-ctx.Done():
+		a.settled.Store(m.UID, intent)
+		return nil, fmt.Errorf("waiting for a free create slot: %w", ctx.Err())
+	}
+}
+
+// renewIntent records the intent again when the wait for a slot took long:
+// the intent's time is what a successor counts the grace period from, and
+// the create may land as late as the grace period after it is sent, not
+// after the intent was first written.
+func (a *Actuator) renewIntent(ctx context.Context, m *machinev1.Machine, intent string) (string, error) {
+	at, err := time.Parse(time.RFC3339Nano, intent)
+	if err != nil || a.now().Sub(at) <= a.o.CreateGrace/10 {
+		return intent, nil
+	}
+	renewed, err := a.recordIntent(ctx, m)
+	if err != nil {
+		// Nothing was sent under the first intent.
+		a.settled.Store(m.UID, intent)
+		return "", err
+	}
+	return renewed, nil
 }
 
 // refuse remembers a spec the cloud refused, so it is not sent again.
@@ -178,6 +243,18 @@ func (a *Actuator) refuse(m *machinev1.Machine, err error) error {
 // Exists reports whether the Machine has a server, from the account's view
 // of the cluster's servers: no cloud call of its own in steady state.
 func (a *Actuator) Exists(ctx context.Context, m *machinev1.Machine) (bool, error) {
+	exists, err := a.exists(ctx, m)
+	if m.DeletionTimestamp != nil && err == nil && !exists {
+		// The machine controller's last call for a deleted Machine: it
+		// lets the Machine go now, and the Machine its account. (Delete
+		// keeps the account for this call: its view knows the servers it
+		// deleted are gone; a new one would have to look again.)
+		a.accounts.Release(owner(m))
+	}
+	return exists, err
+}
+
+func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, error) {
 	if m.DeletionTimestamp != nil && (abandoned(m) || !a.mayHaveServer(m)) {
 		return false, nil
 	}
@@ -193,7 +270,9 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 	if err != nil {
 		return false, a.fail(m, "FailedExists", err)
 	}
-	a.seen.Store(m.UID, seenServer{server: server, at: a.now()})
+	if m.DeletionTimestamp == nil {
+		a.seen.Store(m.UID, seenServer{server: server, at: a.now()})
+	}
 	return server != nil, nil
 }
 
@@ -222,6 +301,9 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 	if err != nil {
 		return a.fail(m, "FailedUpdate", err)
 	}
+	// The sync may have read the server afresh (a create's record lacks
+	// what only a read has) or changed it: the next lookups take this.
+	s.view.Observed(*server)
 	return a.record(ctx, s, server, drift)
 }
 
@@ -250,6 +332,11 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
 	if err != nil {
 		return a.fail(m, "FailedDelete", err)
 	}
+	if len(servers) == 0 {
+		if err := a.awaitCreateBeforeDelete(m); err != nil {
+			return err
+		}
+	}
 	// The direct lookup speaks: a server the shared view still shows but
 	// that is gone (deleted out of band) must not keep the Machine waiting
 	// for the view's next refresh.
@@ -277,17 +364,24 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
 		}
 		a.groupsDeleted(m, deleted)
 	}
-	a.forget(m)
+	a.forgetState(m)
 	return nil
 }
 
-// forget drops what the actuator keeps about a Machine that is gone.
+// forget drops what the actuator keeps about a Machine that is gone,
+// its use of its account included.
 func (a *Actuator) forget(m *machinev1.Machine) {
+	a.forgetState(m)
+	a.accounts.Release(owner(m))
+}
+
+// forgetState drops what the actuator keeps about a Machine, but not its
+// account.
+func (a *Actuator) forgetState(m *machinev1.Machine) {
 	a.seen.Delete(m.UID)
 	a.refused.Delete(m.UID)
 	a.settled.Delete(m.UID)
 	a.backoff.reset(m.UID)
-	a.accounts.Release(owner(m))
 }
 
 // machineKey is for logs.

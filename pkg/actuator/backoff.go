@@ -36,6 +36,14 @@ func (b *backoffs) failed(uid types.UID, now time.Time, hint time.Duration) time
 	bo.mu.Lock()
 	defer bo.mu.Unlock()
 	wait := hint
+	if wait <= 0 && now.Before(bo.until) {
+		// Failed again within the wait: from a path the backoff does not
+		// hold (the existence check, which the machine controller retries
+		// at once) and often from the same answer (the shared view
+		// repeats its failed list until it may list again). That is not a
+		// new step.
+		return bo.until.Sub(now)
+	}
 	if wait <= 0 {
 		wait = max(bo.next, backoffMin)
 		bo.next = min(wait*2, backoffMax)

@@ -85,6 +85,30 @@ func (a *Actuator) awaitEarlierCreate(ctx context.Context, s *scope, at string) 
 	return true, &machinecontroller.RequeueAfterError{RequeueAfter: min(remaining, createPoll)}
 }
 
+// awaitCreateBeforeDelete keeps a Machine being deleted, for which no server
+// was found, while a create of it may still make one: let go now, the
+// Machine would leave that server behind, an orphan. It looks again (the
+// caller's next attempt deletes what it finds) until the grace period of
+// the intent has passed, unless this process knows the create made nothing.
+func (a *Actuator) awaitCreateBeforeDelete(m *machinev1.Machine) error {
+	at, ok := intentOf(m)
+	if !ok || a.isSettled(m, at) {
+		return nil
+	}
+	since, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		since = a.now()
+	}
+	until := since.Add(a.o.CreateGrace)
+	remaining := until.Sub(a.now())
+	if remaining <= 0 {
+		return nil
+	}
+	a.recorder.Eventf(m, corev1.EventTypeNormal, "DeletePending",
+		"a create requested at %s may still make a server; looking for it until %s before letting the Machine go", at, until.UTC().Format(time.RFC3339))
+	return &machinecontroller.RequeueAfterError{RequeueAfter: min(remaining, createPoll)}
+}
+
 // recordIntent writes the create intent on the Machine, with an optimistic
 // lock: if another process (a new leader) changed the Machine meanwhile,
 // the write fails and nothing is created; the next reconcile sees what it

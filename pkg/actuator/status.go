@@ -123,7 +123,13 @@ func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, d
 // conditions itself, and no API write in a steady-state resync.
 func (a *Actuator) patch(ctx context.Context, original, m *machinev1.Machine) error {
 	status := m.Status.DeepCopy()
-	metaPatch := client.MergeFrom(original)
+	// The status has its own patch: against a base with the new status,
+	// this one holds metadata and spec only, and a change of the status
+	// alone sends nothing here (the API server would ignore a status on
+	// the Machine itself, after all the work of a write).
+	metaBase := original.DeepCopy()
+	metaBase.Status = *status
+	metaPatch := client.MergeFrom(metaBase)
 	if changed, err := changes(metaPatch, m); err != nil {
 		return err
 	} else if changed {

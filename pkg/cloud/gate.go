@@ -184,6 +184,25 @@ func (g *Gate) close(until time.Time, cause error) {
 	}
 }
 
+// Spare reports whether the account has calls to spare: its gate is open
+// and at least half of its burst is unused. Work that can wait (tagging a
+// new server's root volume) asks first and waits for a later reconcile
+// when the answer is no, so that it never takes the calls a burst of
+// creates or deletes needs.
+func (g *Gate) Spare() bool {
+	if g == nil {
+		return true
+	}
+	if g.closed() != nil {
+		return false
+	}
+	if g.limiter.Limit() == rate.Inf {
+		return true
+	}
+	// The limiter keeps its own (real) time.
+	return g.limiter.Tokens() >= float64(g.limiter.Burst())/2
+}
+
 // ClosedUntil returns when the gate opens again (zero when open), for
 // tests and metrics.
 func (g *Gate) ClosedUntil() time.Time {

@@ -156,3 +156,30 @@ func TestGatePrepay(t *testing.T) {
 		t.Errorf("a closed gate let a call through: %v", err)
 	}
 }
+
+func TestGateSpareKeepsHalfTheBurst(t *testing.T) {
+	g := NewGate("x", RateLimit{QPS: 0.001, Burst: 10})
+	ctx := context.Background()
+	for i := range 6 {
+		if !g.Spare() {
+			t.Fatalf("no calls to spare after %d of a burst of 10", i)
+		}
+		if err := g.Admit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.Spare() {
+		t.Error("calls to spare with 4 of a burst of 10 left; work that can wait must leave them to creates")
+	}
+	if err := g.Admit(ctx); err != nil {
+		t.Errorf("a call that cannot wait is refused: %v", err)
+	}
+	unlimited := NewGate("x", RateLimit{})
+	if !unlimited.Spare() {
+		t.Error("an unlimited gate has nothing to spare")
+	}
+	unlimited.Observe(rateLimited(time.Minute))
+	if unlimited.Spare() {
+		t.Error("a gate closed by a 429 has calls to spare")
+	}
+}

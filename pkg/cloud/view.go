@@ -51,7 +51,8 @@ type View struct {
 	// when a write's grace ends (after mergedUntil), not for each lookup,
 	// which would cost a copy and a sort of the whole list each time.
 	merged      []Server
-	byMachine   map[string][]Server
+	byMachine   map[string][]int // indexes into merged
+	index       map[string]int   // server ID -> index into merged
 	mergedUntil time.Time
 	inFlight    chan struct{} // closed when the running refresh ends
 	lastErr     error
@@ -97,7 +98,12 @@ func (v *View) Machine(ctx context.Context, name string) ([]Server, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.merge()
-	return append([]Server(nil), v.byMachine[name]...), nil
+	idx := v.byMachine[name]
+	out := make([]Server, len(idx))
+	for i, j := range idx {
+		out[i] = v.merged[j]
+	}
+	return out, nil
 }
 
 // All returns every server of the cluster, oldest first, from a list no
@@ -120,11 +126,9 @@ func (v *View) Get(ctx context.Context, id string) (*Server, bool, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.merge()
-	for i := range v.merged {
-		if v.merged[i].ID == id {
-			s := v.merged[i]
-			return &s, true, nil
-		}
+	if i, ok := v.index[id]; ok {
+		s := v.merged[i]
+		return &s, true, nil
 	}
 	return nil, false, nil
 }
@@ -143,6 +147,35 @@ func (v *View) Deleted(id string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.written[id] = write{at: v.now()}
+	v.merged = nil
+}
+
+// Observed takes a fresher record of a server the view holds, one the
+// provider read or updated directly, in place of the one it has until the
+// next list, so that later lookups need not read it again. It adds nothing
+// and extends no write's grace: a server the view does not hold stays out.
+func (v *View) Observed(s Server) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	held := false
+	if w, ok := v.written[s.ID]; ok && w.server != nil {
+		cp := s
+		v.written[s.ID] = write{server: &cp, at: w.at}
+		held = true
+	}
+	if _, ok := v.servers[s.ID]; ok {
+		v.servers[s.ID] = s
+		held = true
+	}
+	if !held || v.merged == nil {
+		return
+	}
+	// In place when it keeps its place (its Machine and age), which a
+	// server does: no merge for every update of every Machine.
+	if i, ok := v.index[s.ID]; ok && v.merged[i].Machine == s.Machine && v.merged[i].CreatedAt.Equal(s.CreatedAt) {
+		v.merged[i] = s
+		return
+	}
 	v.merged = nil
 }
 
@@ -285,9 +318,11 @@ func (v *View) merge() {
 		}
 		return merged[i].ID < merged[j].ID
 	})
-	byMachine := make(map[string][]Server)
-	for _, s := range merged {
-		byMachine[s.Machine] = append(byMachine[s.Machine], s)
+	byMachine := make(map[string][]int)
+	index := make(map[string]int, len(merged))
+	for i, s := range merged {
+		byMachine[s.Machine] = append(byMachine[s.Machine], i)
+		index[s.ID] = i
 	}
-	v.merged, v.byMachine, v.mergedUntil = merged, byMachine, until
+	v.merged, v.byMachine, v.index, v.mergedUntil = merged, byMachine, index, until
 }

@@ -42,9 +42,12 @@ type Options struct {
 	Cloud cloud.Cloud
 	// Namespace to watch Machines, MachineSets and secrets in; "" for all.
 	Namespace string
-	// MaxConcurrentReconciles of the machine controller: Machines are
-	// provisioned this many at a time.
+	// MaxConcurrentReconciles of the machine controller. Default 20.
 	MaxConcurrentReconciles int
+	// MaxConcurrentCreates is how many servers are created at a time,
+	// across all Machines: reconciles beyond it that would create wait for
+	// a slot, the others go on. Default 10.
+	MaxConcurrentCreates int
 	// SyncPeriod is how often every Machine is reconciled without a change.
 	SyncPeriod time.Duration
 	// CapacityPublisher runs the MachineSet capacity publisher too.
@@ -80,6 +83,10 @@ type Options struct {
 	// ServerViewRefresh is how old the shared list of a cluster's servers
 	// may be before a lookup lists again. Default 10s.
 	ServerViewRefresh time.Duration
+	// ServerViewWriteGrace is how long the provider's own creates and
+	// deletes stand in that view against lists that do not show them yet.
+	// Default twice the refresh, at least 30s.
+	ServerViewWriteGrace time.Duration
 	// Actuator tunes the actuator (create grace period).
 	Actuator actuator.Options
 	// Janitor tunes the sweep for empty groups and orphan servers.
@@ -121,7 +128,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("no cloud")
 	}
 	if o.MaxConcurrentReconciles <= 0 {
-		o.MaxConcurrentReconciles = 10
+		o.MaxConcurrentReconciles = 20
 	}
 	if o.LeaderElectionNamespace == "" {
 		o.LeaderElectionNamespace = o.Namespace
@@ -189,7 +196,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 
-	accounts := cloud.NewAccounts(o.Cloud, cloud.AccountOptions{RateLimit: o.CloudRateLimit, View: cloud.ViewOptions{Refresh: o.ServerViewRefresh}})
+	accounts := cloud.NewAccounts(o.Cloud, cloud.AccountOptions{RateLimit: o.CloudRateLimit, View: cloud.ViewOptions{Refresh: o.ServerViewRefresh, WriteGrace: o.ServerViewWriteGrace}})
 	registryNS := o.Namespace
 	if registryNS == "" {
 		registryNS = DefaultNamespace
@@ -199,6 +206,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Namespace: registryNS, Cloud: o.Cloud.Name(),
 	}
 	actOpts := o.Actuator
+	if o.MaxConcurrentCreates > 0 {
+		actOpts.MaxConcurrentCreates = o.MaxConcurrentCreates
+	}
 	actOpts.SecretReader = mgr.GetAPIReader()
 	actOpts.Orphans = registry
 	if o.UserDataRenderer != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -61,18 +62,27 @@ func (c *Client) syncTags(ctx context.Context, m cloud.MachineRef, p *v1beta1.Cl
 	// tags (first sync, changed rootVolumeTags) or when the server's tags
 	// had been changed behind its back, which suggests the volume's were too.
 	// The volume of a server this process just created has no tags yet: it
-	// is tagged without reading it first.
+	// is tagged without reading it first, once the server runs and the
+	// account has calls to spare. Until then Machines are being
+	// provisioned, maybe hundreds, and every call spent on tags is one the
+	// rate limit does not give to a create; a later sync tags it.
 	root := rootVolumeTags(m, p)
 	if !changed && c.rootTagsCurrent(d.UUID, root) {
 		return nil
 	}
-	var err error
-	if c.takeUntagged(d.UUID) {
-		err = c.setVolumeTags(ctx, d.Volumes[0].UUID, root)
-	} else {
-		err = c.syncVolumeTags(ctx, d.Volumes[0].UUID, root)
-	}
-	if err != nil {
+	if c.isUntagged(d.UUID) {
+		if d.Status != sdk.ServerRunning || !c.gate.Spare() {
+			return nil
+		}
+		if err := c.setVolumeTags(ctx, d.Volumes[0].UUID, root); err != nil {
+			// Nor does a failure hold the Machine back (the machine
+			// controller retries a failed update only after 30s): the
+			// next sync tags it.
+			logf.FromContext(ctx).Info("Tagging the root volume of a new server failed; the next update retries", "server", d.UUID, "error", err.Error())
+			return nil
+		}
+		c.takeUntagged(d.UUID)
+	} else if err := c.syncVolumeTags(ctx, d.Volumes[0].UUID, root); err != nil {
 		return err
 	}
 	c.rememberRootTags(d.UUID, root)

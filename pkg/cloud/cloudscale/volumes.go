@@ -54,6 +54,14 @@ func (c *Client) forgetRootTags(serverID string) {
 	c.rootTagsMu.Unlock()
 }
 
+// isUntagged reports whether this process created the server and has not
+// tagged its root volume yet.
+func (c *Client) isUntagged(serverID string) bool {
+	c.rootTagsMu.Lock()
+	defer c.rootTagsMu.Unlock()
+	return c.untagged[serverID]
+}
+
 // takeUntagged reports whether this process created the server and has not
 // tagged its root volume yet; the answer is given once.
 func (c *Client) takeUntagged(serverID string) bool {

@@ -35,7 +35,12 @@ func (c *Client) SyncServer(ctx context.Context, m cloud.MachineRef, spec cloud.
 		return nil, errors.New("exoscale: SyncServer needs a server")
 	}
 	d := detailOf(s)
-	if d == nil || d.stub {
+	// The record of a create is synced as it is while the account's calls
+	// are needed elsewhere (a burst of creates): it holds what the create
+	// sent, all the drift and the attachments need, but not the public
+	// address, which a later sync reads, or the shared view's next list
+	// brings.
+	if d == nil || (d.stub && c.gate.Spare()) {
 		// Not read yet (the record of a create): read it once, for its
 		// addresses and state.
 		got, err := c.GetServer(ctx, s.ID)

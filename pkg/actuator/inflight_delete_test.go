@@ -1,0 +1,61 @@
+package actuator_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/appuio/machine-api-provider/pkg/actuator"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+	"github.com/appuio/machine-api-provider/pkg/manager"
+	"github.com/appuio/machine-api-provider/test/fixture"
+)
+
+// A Machine deleted while its create is in flight (a MachineHealthCheck or
+// an autoscaler giving up on it), and the manager that sent the create dies:
+// the cloud carries the create out all the same. The next manager must not
+// let the Machine go before that server can no longer appear, or the server
+// is left behind without a Machine, an orphan. Found by `make chaos`
+// (seed 8, cloudscale).
+func TestMachineDeletedWhileItsCreateIsInFlightLeavesNoServer(t *testing.T) {
+	e := env(t)
+	const slow = 5 * time.Second
+	if err := e.Emulator.Harness().AddRule(harness.Rule{Route: createPOST, Latency: harness.Duration(slow), Committed: true, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	opts := manager.Options{Actuator: actuator.Options{CreateGrace: time.Minute}}
+	stop := e.StartManager(t, opts)
+	createMachine(t, e, "worker-a", spec(nil))
+	fixture.Eventually(t, 60*time.Second, "the create call in flight", func() (bool, error) {
+		return e.Emulator.Harness().Count(createPOST) >= 1, nil
+	})
+	sent := time.Now()
+	stop()
+	if err := e.Client.Delete(context.Background(), getMachine(t, e, "worker-a")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(serversOf(t, e, "worker-a")); n != 0 {
+		t.Fatalf("%d servers before the slow create landed; the test wants it still in flight", n)
+	}
+	e.StartManager(t, opts)
+	fixture.Eventually(t, 90*time.Second, "Machine worker-a gone", func() (bool, error) {
+		err := e.Client.Get(context.Background(), types.NamespacedName{Namespace: fixture.Namespace, Name: "worker-a"}, &machinev1.Machine{})
+		return apierrors.IsNotFound(err), err
+	})
+	// Whenever the Machine went, the create has had its time to land.
+	time.Sleep(time.Until(sent.Add(slow + time.Second)))
+	if n := len(serversOf(t, e, "worker-a")); n != 0 {
+		t.Errorf("%d server(s) of the deleted Machine left: the Machine went while its create could still land", n)
+	}
+	if n := e.Emulator.Harness().Count(createPOST); n != 1 {
+		t.Errorf("%d create calls, want 1", n)
+	}
+	if events := fixture.EventText(e.Events(t, "worker-a")); !strings.Contains(events, "DeletePending") {
+		t.Errorf("no DeletePending event saying why the Machine waits:\n%s", events)
+	}
+}

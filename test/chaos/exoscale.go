@@ -1,0 +1,68 @@
+package chaos
+
+import (
+	"context"
+	"sort"
+
+	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
+	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+)
+
+// exoscaleCloud is the Exoscale emulator.
+type exoscaleCloud struct {
+	emu     *emuexo.Emulator
+	url     string
+	creates *creates
+}
+
+func (c *exoscaleCloud) Name() string { return "exoscale" }
+
+func (c *exoscaleCloud) Start(ctx context.Context, _ string, seed int64, faults []harness.Rule) error {
+	emu, err := emuexo.New(emuexo.Config{
+		Seed: seed, Faults: faults, BootTime: emulatorBootTime,
+		// Operations the client must follow, as on the real cloud.
+		OperationTime: emuexo.DefaultOperationTime,
+	})
+	if err != nil {
+		return err
+	}
+	c.creates = newCreates(c.CreateRoute())
+	url, _, err := harness.Serve(ctx, "127.0.0.1:0", c.creates.wrap(emu))
+	if err != nil {
+		return err
+	}
+	c.emu, c.url = emu, url
+	return nil
+}
+
+func (c *exoscaleCloud) Harness() *harness.Harness { return c.emu.Harness() }
+
+func (c *exoscaleCloud) ManagerArgs() []string {
+	return []string{"--cloud", "exoscale", "--exoscale-api-endpoint", c.url + "v2"}
+}
+
+func (c *exoscaleCloud) ManagerEnv() []string {
+	return []string{"EXOSCALE_API_KEY=" + emuexo.DefaultAPIKey, "EXOSCALE_API_SECRET=" + emuexo.DefaultAPISecret}
+}
+
+func (c *exoscaleCloud) ProviderSpec() string {
+	return `{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":"ch-gva-2","instanceType":"standard.medium","template":{"name":"rhcos-4.19","visibility":"private"},"diskSize":50,"antiAffinityKey":"` + AntiAffinityKey + `"}`
+}
+
+func (c *exoscaleCloud) CreateRoute() string { return "POST /v2/instance" }
+
+func (c *exoscaleCloud) Inventory() (Inventory, error) {
+	var inv Inventory
+	for _, i := range c.emu.Instances() {
+		inv.Servers = append(inv.Servers, Server{ID: i.ID, Name: i.Name, Machine: i.Labels[v1beta1.LabelMachineName], ClusterID: i.Labels[v1beta1.LabelClusterID]})
+	}
+	for _, g := range c.emu.AntiAffinityGroups() {
+		inv.Groups = append(inv.Groups, Group{ID: g.ID, Name: g.Name, Members: g.Members})
+	}
+	sort.Slice(inv.Servers, func(i, j int) bool { return inv.Servers[i].ID < inv.Servers[j].ID })
+	sort.Slice(inv.Groups, func(i, j int) bool { return inv.Groups[i].ID < inv.Groups[j].ID })
+	return inv, nil
+}
+
+func (c *exoscaleCloud) CreatesInFlight() []string { return c.creates.names() }
