@@ -19,6 +19,10 @@ import (
 // delete by the next reconcile.
 var readRetries = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
 
+// ReadAttempts is how often Call tries a read that keeps failing
+// transiently: once, and once per readRetries.
+var ReadAttempts = 1 + len(readRetries)
+
 // Call runs one API call of a cloud's client: it passes the account's gate
 // (which may hold it back or wait for the rate limit), records the HTTP
 // exchange for classify, lets the outcome close or reset the gate, and
