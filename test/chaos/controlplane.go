@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -140,11 +141,15 @@ func startMachineSetController(t *testing.T, cp *controlPlane, log logr.Logger) 
 	}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 50, 100
+	// One MachineSet controller per cloud, the clouds one after the
+	// other in one process.
+	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Logger:  log,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{Namespace: {}}},
+		Scheme:     scheme,
+		Logger:     log,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{Namespace: {}}},
+		Controller: config.Controller{SkipNameValidation: &skip},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -193,6 +193,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("%s client: %w", r.cloud.Name(), err)
 	}
+	if id := clusterOf(ms); id != "" {
+		// The janitor sweeps the clusters its accounts have views of. A
+		// MachineSet registers its cluster, so that one at zero replicas
+		// keeps it swept (empty groups, orphans), even in a manager that
+		// never reconciled one of its Machines (a new leader).
+		acc.View(id)
+	}
 	cl := acc.Client
 	flavor, err := cl.Flavor(ctx, spec.Zone(), spec.InstanceType())
 	var invalid *cloud.InvalidConfigError
@@ -357,4 +364,16 @@ func describe(spec cloud.Spec, n *node) string {
 		}
 	}
 	return s
+}
+
+// clusterIDLabel names the cluster of a MachineSet and its Machines.
+const clusterIDLabel = "machine.openshift.io/cluster-api-cluster"
+
+// clusterOf is the MachineSet's cluster, from its own labels or else from
+// those its Machines get.
+func clusterOf(ms *machinev1.MachineSet) string {
+	if id := ms.Labels[clusterIDLabel]; id != "" {
+		return id
+	}
+	return ms.Spec.Template.Labels[clusterIDLabel]
 }
