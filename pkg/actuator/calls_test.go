@@ -11,9 +11,7 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -191,25 +189,10 @@ func TestNewServerIsRecordedComplete(t *testing.T) {
 // status records a server.
 func firstRecordOf(t *testing.T, e *fixture.Env, name string) func() *machinev1.Machine {
 	t.Helper()
-	scheme, err := manager.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ctrlcache.New(e.Config, ctrlcache.Options{Scheme: scheme, DefaultNamespaces: map[string]ctrlcache.Config{fixture.Namespace: {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	inf, err := c.GetInformer(ctx, &machinev1.Machine{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var first *machinev1.Machine
-	note := func(obj any) {
-		m, ok := obj.(*machinev1.Machine)
-		if !ok || m.Name != name || m.Status.ProviderStatus == nil {
+	watchMachines(t, e, func(m *machinev1.Machine) {
+		if m.Name != name || m.Status.ProviderStatus == nil {
 			return
 		}
 		mu.Lock()
@@ -217,14 +200,7 @@ func firstRecordOf(t *testing.T, e *fixture.Env, name string) func() *machinev1.
 		if first == nil {
 			first = m.DeepCopy()
 		}
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }}); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("the test's Machine cache never synced")
-	}
+	})
 	return func() *machinev1.Machine {
 		mu.Lock()
 		defer mu.Unlock()

@@ -1,7 +1,6 @@
 package actuator_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	"k8s.io/client-go/tools/cache"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
@@ -138,26 +135,8 @@ func (l *intentLog) of(name string) []string {
 
 func watchIntents(t *testing.T, e *fixture.Env) *intentLog {
 	t.Helper()
-	scheme, err := manager.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ctrlcache.New(e.Config, ctrlcache.Options{Scheme: scheme, DefaultNamespaces: map[string]ctrlcache.Config{fixture.Namespace: {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	inf, err := c.GetInformer(ctx, &machinev1.Machine{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	l := &intentLog{by: map[string][]string{}}
-	note := func(obj any) {
-		m, ok := obj.(*machinev1.Machine)
-		if !ok {
-			return
-		}
+	watchMachines(t, e, func(m *machinev1.Machine) {
 		at, ok := m.Annotations[actuator.CreateIntentAnnotation]
 		if !ok {
 			return
@@ -167,16 +146,6 @@ func watchIntents(t *testing.T, e *fixture.Env) *intentLog {
 		if seen := l.by[m.Name]; len(seen) == 0 || seen[len(seen)-1] != at {
 			l.by[m.Name] = append(seen, at)
 		}
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    note,
-		UpdateFunc: func(_, obj any) { note(obj) },
-	}); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("the test's Machine cache never synced")
-	}
+	})
 	return l
 }

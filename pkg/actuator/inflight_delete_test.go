@@ -10,9 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/appuio/machine-api-provider/pkg/actuator"
-	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
-	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
@@ -25,17 +22,7 @@ import (
 func TestMachineDeletedWhileItsCreateIsInFlightLeavesNoServer(t *testing.T) {
 	e := env(t)
 	const slow = 5 * time.Second
-	if err := e.Emulator.Harness().AddRule(harness.Rule{Route: createPOST, Latency: harness.Duration(slow), Committed: true, Times: 1}); err != nil {
-		t.Fatal(err)
-	}
-	opts := manager.Options{Actuator: actuator.Options{CreateGrace: time.Minute}}
-	stop := e.StartManager(t, opts)
-	createMachine(t, e, "worker-a", spec(nil))
-	fixture.Eventually(t, 60*time.Second, "the create call in flight", func() (bool, error) {
-		return e.Emulator.Harness().Count(createPOST) >= 1, nil
-	})
-	sent := time.Now()
-	stop()
+	opts, sent := managerDiesMidCreate(t, e, "worker-a", slow)
 	if err := e.Client.Delete(context.Background(), getMachine(t, e, "worker-a")); err != nil {
 		t.Fatal(err)
 	}

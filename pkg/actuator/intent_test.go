@@ -21,17 +21,7 @@ import (
 // instead of creating another, and adopts it.
 func TestCreateOutlivingItsManagerMakesOneServer(t *testing.T) {
 	e := env(t)
-	const slow = 6 * time.Second
-	if err := e.Emulator.Harness().AddRule(harness.Rule{Route: createPOST, Latency: harness.Duration(slow), Committed: true, Times: 1}); err != nil {
-		t.Fatal(err)
-	}
-	opts := manager.Options{Actuator: actuator.Options{CreateGrace: time.Minute}}
-	stop := e.StartManager(t, opts)
-	createMachine(t, e, "worker-a", spec(nil))
-	fixture.Eventually(t, 60*time.Second, "the create call in flight", func() (bool, error) {
-		return e.Emulator.Harness().Count(createPOST) >= 1, nil
-	})
-	stop()
+	opts, _ := managerDiesMidCreate(t, e, "worker-a", 6*time.Second)
 	m := getMachine(t, e, "worker-a")
 	if m.Spec.ProviderID != nil {
 		t.Fatal("the first manager recorded the server; the test wants it to die first")
@@ -102,4 +92,24 @@ func TestTwoManagersAtOnceMakeOneServer(t *testing.T) {
 	if n := e.Emulator.Harness().Count(createPOST); n != 3 {
 		t.Errorf("%d create calls for 3 Machines, want 3", n)
 	}
+}
+
+// managerDiesMidCreate runs a manager until the create of a new Machine
+// (name) is in flight, and stops it there; the cloud, which takes slow for
+// the create, carries it out all the same. It returns the options to start
+// the next manager with, and when the create was seen sent.
+func managerDiesMidCreate(t *testing.T, e *fixture.Env, name string, slow time.Duration) (manager.Options, time.Time) {
+	t.Helper()
+	if err := e.Emulator.Harness().AddRule(harness.Rule{Route: createPOST, Latency: harness.Duration(slow), Committed: true, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	opts := manager.Options{Actuator: actuator.Options{CreateGrace: time.Minute}}
+	stop := e.StartManager(t, opts)
+	createMachine(t, e, name, spec(nil))
+	fixture.Eventually(t, 60*time.Second, "the create call in flight", func() (bool, error) {
+		return e.Emulator.Harness().Count(createPOST) >= 1, nil
+	})
+	sent := time.Now()
+	stop()
+	return opts, sent
 }

@@ -66,6 +66,21 @@ type Inventory struct {
 	Groups  []Group
 }
 
+// sort orders the inventory by ID, so that reports read the same run after
+// run.
+func (inv *Inventory) sort() {
+	sort.Slice(inv.Servers, func(i, j int) bool { return inv.Servers[i].ID < inv.Servers[j].ID })
+	sort.Slice(inv.Groups, func(i, j int) bool { return inv.Groups[i].ID < inv.Groups[j].ID })
+}
+
+// serveTracked serves an emulator on a free local port, tracking the
+// creates of route (see creates); the server ends with ctx.
+func serveTracked(ctx context.Context, route string, emu http.Handler) (url string, c *creates, err error) {
+	c = newCreates(route)
+	url, _, err = harness.Serve(ctx, "127.0.0.1:0", c.wrap(emu))
+	return url, c, err
+}
+
 // groupOfCluster says whether a group is one the provider made for the
 // cluster's key: both clouds name them cloud.GroupName(<cluster>, <key>, n).
 func groupOfCluster(g Group, clusterID string) bool {

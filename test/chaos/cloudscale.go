@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
@@ -33,13 +32,9 @@ func (c *cloudscaleCloud) Start(ctx context.Context, dir string, seed int64, fau
 	if err != nil {
 		return err
 	}
-	c.creates = newCreates(c.CreateRoute())
-	url, _, err := harness.Serve(ctx, "127.0.0.1:0", c.creates.wrap(emu))
-	if err != nil {
-		return err
-	}
-	c.emu, c.url = emu, url
-	return nil
+	c.emu = emu
+	c.url, c.creates, err = serveTracked(ctx, c.CreateRoute(), emu)
+	return err
 }
 
 func (c *cloudscaleCloud) Harness() *harness.Harness { return c.emu.Harness() }
@@ -93,8 +88,7 @@ func (c *cloudscaleCloud) Inventory() (Inventory, error) {
 	for _, g := range st.ServerGroups {
 		inv.Groups = append(inv.Groups, Group{ID: g.UUID, Name: g.Name, Members: members[g.UUID]})
 	}
-	sort.Slice(inv.Servers, func(i, j int) bool { return inv.Servers[i].ID < inv.Servers[j].ID })
-	sort.Slice(inv.Groups, func(i, j int) bool { return inv.Groups[i].ID < inv.Groups[j].ID })
+	inv.sort()
 	return inv, nil
 }
 

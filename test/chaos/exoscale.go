@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"sort"
 
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
@@ -27,13 +26,9 @@ func (c *exoscaleCloud) Start(ctx context.Context, _ string, seed int64, faults 
 	if err != nil {
 		return err
 	}
-	c.creates = newCreates(c.CreateRoute())
-	url, _, err := harness.Serve(ctx, "127.0.0.1:0", c.creates.wrap(emu))
-	if err != nil {
-		return err
-	}
-	c.emu, c.url = emu, url
-	return nil
+	c.emu = emu
+	c.url, c.creates, err = serveTracked(ctx, c.CreateRoute(), emu)
+	return err
 }
 
 func (c *exoscaleCloud) Harness() *harness.Harness { return c.emu.Harness() }
@@ -60,8 +55,7 @@ func (c *exoscaleCloud) Inventory() (Inventory, error) {
 	for _, g := range c.emu.AntiAffinityGroups() {
 		inv.Groups = append(inv.Groups, Group{ID: g.ID, Name: g.Name, Members: g.Members})
 	}
-	sort.Slice(inv.Servers, func(i, j int) bool { return inv.Servers[i].ID < inv.Servers[j].ID })
-	sort.Slice(inv.Groups, func(i, j int) bool { return inv.Groups[i].ID < inv.Groups[j].ID })
+	inv.sort()
 	return inv, nil
 }
 
