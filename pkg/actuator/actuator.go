@@ -76,6 +76,13 @@ type Actuator struct {
 	// cloud refused or never got the request), so that the next attempt
 	// need not wait out the grace period.
 	settled sync.Map // types.UID -> intent time (string)
+	// serversGone remembers when a deleted Machine's servers were found
+	// gone, so that a delete retried after a later step failed (the group
+	// cleanup) need not look for them again.
+	serversGone sync.Map // types.UID -> time.Time
+	// deleted remembers when Delete last succeeded for the existence
+	// check that follows it.
+	deleted sync.Map // types.UID -> time.Time
 	backoff backoffs
 	// createSlots holds a token for each create in flight.
 	createSlots chan struct{}
@@ -258,6 +265,13 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 	if m.DeletionTimestamp != nil && (abandoned(m) || !a.mayHaveServer(m)) {
 		return false, nil
 	}
+	if v, ok := a.deleted.LoadAndDelete(m.UID); ok && m.DeletionTimestamp != nil && a.now().Sub(v.(time.Time)) < seenFor {
+		// The machine controller's check right after Delete succeeded:
+		// Delete saw the servers gone on a list that began after it
+		// was called. Another list, for every Machine deleted at once,
+		// would only be one more call to fail.
+		return false, nil
+	}
 	s, err := a.scope(ctx, m)
 	if err != nil {
 		if isInvalid(err) {
@@ -307,67 +321,6 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 	return a.record(ctx, s, server, drift)
 }
 
-// Delete deletes every server of the Machine: the recorded one and any
-// other carrying its identity, so nothing is left behind, and then the
-// empty anti-affinity groups of the cluster. A Machine for which no server
-// was ever created goes at once, whatever state its secrets are in; one
-// whose credentials are unusable now keeps its finalizer until they are
-// fixed or a person abandons its server (abandon.go).
-func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
-	if abandoned(m) {
-		return a.abandon(ctx, m)
-	}
-	if !a.mayHaveServer(m) {
-		a.forget(m)
-		return nil
-	}
-	if err := a.backoff.held(m.UID, a.now()); err != nil {
-		return err
-	}
-	s, err := a.deleteScope(ctx, m)
-	if err != nil {
-		return a.blockedDelete(ctx, m, err)
-	}
-	servers, err := s.allServers(ctx)
-	if err != nil {
-		return a.fail(m, "FailedDelete", err)
-	}
-	if len(servers) == 0 {
-		if err := a.awaitCreateBeforeDelete(m); err != nil {
-			return err
-		}
-	}
-	// The direct lookup speaks: a server the shared view still shows but
-	// that is gone (deleted out of band) must not keep the Machine waiting
-	// for the view's next refresh.
-	if shown, err := s.view.Machine(ctx, s.ref.Name); err == nil {
-		for _, v := range shown {
-			if !has(servers, v.ID) {
-				s.view.Deleted(v.ID)
-			}
-		}
-	}
-	for i := range servers {
-		if err := s.client.DeleteServer(ctx, s.ref, &servers[i]); err != nil {
-			return a.fail(m, "FailedDelete", err)
-		}
-		s.view.Deleted(servers[i].ID)
-		a.recorder.Eventf(m, corev1.EventTypeNormal, "Deleted", "Deleted %s server %s", a.cloud.Name(), servers[i].ID)
-	}
-	// Whatever failed after an earlier attempt deleted the server (the
-	// group lookup, the group delete, a lost answer), the groups it left
-	// empty are looked at again before the Machine goes.
-	if s.spec == nil || s.spec.AntiAffinityKey() != "" {
-		deleted, err := s.client.CleanupGroups(ctx, s.ref.ClusterID, a.o.GroupMinAge)
-		if err != nil {
-			return a.fail(m, "FailedDelete", err)
-		}
-		a.groupsDeleted(m, deleted)
-	}
-	a.forgetState(m)
-	return nil
-}
-
 // forget drops what the actuator keeps about a Machine that is gone,
 // its use of its account included.
 func (a *Actuator) forget(m *machinev1.Machine) {
@@ -381,6 +334,7 @@ func (a *Actuator) forgetState(m *machinev1.Machine) {
 	a.seen.Delete(m.UID)
 	a.refused.Delete(m.UID)
 	a.settled.Delete(m.UID)
+	a.serversGone.Delete(m.UID)
 	a.backoff.reset(m.UID)
 }
 

@@ -1,6 +1,7 @@
 package actuator
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -13,6 +14,9 @@ import (
 const (
 	backoffMin = 5 * time.Second
 	backoffMax = 5 * time.Minute
+	// jitterMin is the least spread of the waits of Machines that failed
+	// together.
+	jitterMin = 500 * time.Millisecond
 )
 
 // backoffs hold the cloud calls of Machines whose last ones failed: a
@@ -29,7 +33,8 @@ type backoff struct {
 }
 
 // failed records a failure and returns how long to wait: the cloud's hint
-// when it gave one, else the next step of the Machine's backoff.
+// when it gave one, else the next step of the Machine's backoff, with a
+// jitter.
 func (b *backoffs) failed(uid types.UID, now time.Time, hint time.Duration) time.Duration {
 	v, _ := b.m.LoadOrStore(uid, &backoff{})
 	bo := v.(*backoff)
@@ -48,8 +53,18 @@ func (b *backoffs) failed(uid types.UID, now time.Time, hint time.Duration) time
 		wait = max(bo.next, backoffMin)
 		bo.next = min(wait*2, backoffMax)
 	}
+	wait = jittered(wait)
 	bo.until = now.Add(wait)
 	return wait
+}
+
+// jittered lengthens a wait by up to a quarter (at least jitterMin): the
+// Machines one failure held back (a 429 closes the account's gate for all
+// of them, a failed list fails every lookup of the cluster) must not all
+// come back at the same moment, and fail together again.
+func jittered(wait time.Duration) time.Duration {
+	spread := max(wait/4, jitterMin)
+	return wait + rand.N(spread)
 }
 
 // held returns the requeue for a Machine still in its backoff, nil when its

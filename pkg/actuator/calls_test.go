@@ -2,6 +2,7 @@ package actuator_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
@@ -206,4 +208,53 @@ func firstRecordOf(t *testing.T, e *fixture.Env, name string) func() *machinev1.
 		defer mu.Unlock()
 		return first
 	}
+}
+
+// Machines deleted together share their lookups: one list of the cluster's
+// servers that began after they asked, and one sweep of the cluster's empty
+// groups, where each Machine made its own before. Under a storm of 429s
+// (each closes the account's gate for every Machine) sequences that long
+// rarely got through, and the Machines stayed in Deleting. Calls take
+// 200 ms here, as a real cloud's do, so that the deletes overlap.
+func TestMachinesDeletedTogetherShareTheirCalls(t *testing.T) {
+	e := env(t)
+	h := e.Emulator.Harness()
+	e.StartManager(t, manager.Options{})
+	const n = 8
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("worker-%d", i)
+		createMachine(t, e, names[i], spec(func(s map[string]any) { s["antiAffinityKey"] = "workers" }))
+	}
+	for _, name := range names {
+		waitPhase(t, e, name, machinev1.PhaseProvisioned)
+	}
+	if err := h.AddRule(harness.Rule{Route: "*", Latency: harness.Duration(200 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	h.ResetRequests()
+	ctx := context.Background()
+	if err := e.Client.DeleteAllOf(ctx, &machinev1.Machine{}, client.InNamespace(fixture.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, 90*time.Second, "every Machine gone", func() (bool, error) {
+		var l machinev1.MachineList
+		err := e.Client.List(ctx, &l, client.InNamespace(fixture.Namespace))
+		return len(l.Items) == 0, err
+	})
+	got := h.Requests()
+	if d := got["DELETE /v1/servers/{uuid}"]; d != n {
+		t.Errorf("%d server deletes, want %d", d, n)
+	}
+	// The lists of the cluster's servers: shared, well below one per
+	// Machine. The group listings: one of each server's delete (it looks
+	// at the groups it left), and the shared sweeps, well below two per
+	// Machine.
+	if l := got["GET /v1/servers"]; l > n/2 {
+		t.Errorf("%d lists of the servers for %d Machines deleted together, want at most %d: %v", l, n, n/2, got)
+	}
+	if l := got["GET /v1/server-groups"]; l > n+n/2 {
+		t.Errorf("%d lists of the groups for %d Machines deleted together, want at most %d: %v", l, n, n+n/2, got)
+	}
+	t.Logf("deleting %d Machines made %v", n, got)
 }

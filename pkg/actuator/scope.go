@@ -143,15 +143,18 @@ func (s *scope) server(ctx context.Context) (*cloud.Server, error) {
 	return s.resolveDuplicates(ctx, servers, recorded)
 }
 
-// allServers is every server of the Machine, looked up directly: the ones
-// carrying its identity and the recorded one.
+// allServers is every server of the Machine as it is now: the ones
+// carrying its identity, from a list of the cluster that began after the
+// call (shared with the Machines deleted at the same time), and the
+// recorded one, looked up directly unless the list shows it or the
+// provider deleted it itself.
 func (s *scope) allServers(ctx context.Context) ([]cloud.Server, error) {
-	found, err := s.client.ListServers(ctx, cloud.Selector{ClusterID: s.ref.ClusterID, Machine: s.ref.Name})
+	found, err := s.view.MachineNow(ctx, s.ref.Name)
 	if err != nil {
 		return nil, err
 	}
 	id := s.a.recordedID(s.machine)
-	if id == "" || has(found, id) {
+	if id == "" || has(found, id) || s.view.WasDeleted(id) {
 		return found, nil
 	}
 	srv, err := s.client.GetServer(ctx, id)

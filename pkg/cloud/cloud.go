@@ -156,7 +156,9 @@ type Client interface {
 	// server, nothing the call made before (an anti-affinity group) stays.
 	CreateServer(ctx context.Context, m MachineRef, spec Spec, userData []byte) (s *Server, created bool, err error)
 	// DeleteServer deletes a server (a server already gone is no error)
-	// and then the provider's anti-affinity groups it left empty.
+	// and then, as far as it can, the provider's anti-affinity groups it
+	// left empty: once the server is deleted, the call succeeds, and
+	// groups it could not delete are left to CleanupGroups.
 	DeleteServer(ctx context.Context, m MachineRef, s *Server) error
 	// SyncServer brings the server's tags or labels (and, where the cloud
 	// has them, its root volume's) in line with spec and attaches what the

@@ -92,6 +92,56 @@ func EmptyGroups(groups []Group, clusterID string, minAge time.Duration, now tim
 type GroupLocks struct {
 	mu    sync.Mutex
 	locks map[GroupKey]chan struct{}
+	// gone holds the groups this process deleted (or found gone), by ID,
+	// and when: the Machines whose deletes emptied a group together each
+	// mean to delete it, one after the other under the key's lock, and
+	// all but the first need not look at it again.
+	gone map[string]time.Time
+}
+
+// goneFor is how long a deleted group is remembered; IDs are never reused.
+const goneFor = 10 * time.Minute
+
+// Gone records that the group with the ID no longer exists.
+func (l *GroupLocks) Gone(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if l.gone == nil {
+		l.gone = map[string]time.Time{}
+	}
+	for g, at := range l.gone {
+		if now.Sub(at) > goneFor {
+			delete(l.gone, g)
+		}
+	}
+	l.gone[id] = now
+}
+
+// DeleteUnlessGone runs del, which deletes the group with the ID if it is
+// empty, under the key's lock, unless the group is known gone (before or
+// after the wait for the lock).
+func (l *GroupLocks) DeleteUnlessGone(ctx context.Context, k GroupKey, id string, del func() (bool, error)) (bool, error) {
+	if l.IsGone(id) {
+		return false, nil
+	}
+	unlock, err := l.Lock(ctx, k)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if l.IsGone(id) {
+		return false, nil
+	}
+	return del()
+}
+
+// IsGone reports whether Gone recorded the group.
+func (l *GroupLocks) IsGone(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.gone[id]
+	return ok
 }
 
 // Lock takes the lock of k; unlock gives it back.

@@ -54,13 +54,15 @@ type View struct {
 	byMachine   map[string][]int // indexes into merged
 	index       map[string]int   // server ID -> index into merged
 	mergedUntil time.Time
-	inFlight    chan struct{} // closed when the running refresh ends
+	inFlight    *listRun // the running refresh
 	lastErr     error
 	lists       int
 	// After a failed list, the next waits: retryAt is when it may run,
 	// failWait how long the last wait was (doubling up to maxFailWait).
 	retryAt  time.Time
 	failWait time.Duration
+
+	cleanup groupCleanup
 }
 
 // The view's own backoff after failed lists: every reconcile of the
@@ -95,6 +97,22 @@ func (v *View) Machine(ctx context.Context, name string) ([]Server, error) {
 	if err := v.fresh(ctx, 0); err != nil {
 		return nil, err
 	}
+	return v.machine(name), nil
+}
+
+// MachineNow returns the servers of one Machine, oldest first, from a list
+// that started after the call: as direct as a lookup of the Machine's own,
+// but shared by every caller that list serves (the Machines deleted
+// together). A failed list is an error, never an older list's answer.
+func (v *View) MachineNow(ctx context.Context, name string) ([]Server, error) {
+	if err := v.listedSince(ctx, v.now()); err != nil {
+		return nil, err
+	}
+	return v.machine(name), nil
+}
+
+// machine is the Machine's servers in the merged view, oldest first.
+func (v *View) machine(name string) []Server {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.merge()
@@ -103,7 +121,7 @@ func (v *View) Machine(ctx context.Context, name string) ([]Server, error) {
 	for i, j := range idx {
 		out[i] = v.merged[j]
 	}
-	return out, nil
+	return out
 }
 
 // All returns every server of the cluster, oldest first, from a list no
@@ -212,26 +230,86 @@ func (v *View) fresh(ctx context.Context, maxAge time.Duration) error {
 		v.mu.Unlock()
 		return err
 	}
-	if wait := v.inFlight; wait != nil {
-		// Someone is listing already: take their answer.
-		v.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	// Someone listing already: take their answer. Else list.
+	run, mine := v.listRun()
+	v.mu.Unlock()
+	if err := v.await(ctx, run, mine); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if run.err != nil {
+		return v.staleOrErr()
+	}
+	return nil
+}
+
+// listedSince makes sure the view answers from a list that started at or
+// after since, sharing that list with every caller it serves: the Machines
+// deleted together need the cluster's servers as they are now, and one
+// list serves them all where a lookup of each would cost a call of each.
+// A failed list is an error: no answer from an older one.
+func (v *View) listedSince(ctx context.Context, since time.Time) error {
+	for {
 		v.mu.Lock()
-		defer v.mu.Unlock()
-		if v.lastErr != nil {
-			return v.staleOrErr()
+		if v.servers != nil && !v.listedAt.Before(since) {
+			v.mu.Unlock()
+			return nil
+		}
+		if v.lastErr != nil && v.now().Before(v.retryAt) {
+			err := v.listErr()
+			v.mu.Unlock()
+			return err
+		}
+		run, mine := v.listRun()
+		v.mu.Unlock()
+		if err := v.await(ctx, run, mine); err != nil {
+			return err
+		}
+		if run.start.Before(since) {
+			// It began too early to answer: the next one.
+			continue
+		}
+		if run.err != nil {
+			return fmt.Errorf("listing the servers of cluster %s: %w", v.sel.ClusterID, run.err)
 		}
 		return nil
 	}
-	done := make(chan struct{})
-	v.inFlight = done
-	v.mu.Unlock()
+}
 
-	started := v.now()
+// listRun is one list of the cluster's servers; done closes when it ends,
+// with err set.
+type listRun struct {
+	start time.Time
+	done  chan struct{}
+	err   error
+}
+
+// listRun returns the running list, or a new one the caller is to run
+// (mine). Callers hold mu.
+func (v *View) listRun() (run *listRun, mine bool) {
+	if v.inFlight != nil {
+		return v.inFlight, false
+	}
+	v.inFlight = &listRun{start: v.now(), done: make(chan struct{})}
+	return v.inFlight, true
+}
+
+// await runs the list if it is the caller's, else waits for it to end.
+func (v *View) await(ctx context.Context, run *listRun, mine bool) error {
+	if mine {
+		v.list(ctx, run)
+		return nil
+	}
+	select {
+	case <-run.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (v *View) list(ctx context.Context, run *listRun) {
 	list, err := v.client.ListServers(ctx, v.sel)
 
 	v.mu.Lock()
@@ -239,12 +317,13 @@ func (v *View) fresh(ctx context.Context, maxAge time.Duration) error {
 	v.inFlight = nil
 	v.lists++
 	v.lastErr = err
+	run.err = err
 	if err == nil {
 		v.servers = make(map[string]Server, len(list))
 		for _, s := range list {
 			v.servers[s.ID] = s
 		}
-		v.listedAt = started
+		v.listedAt = run.start
 		v.failWait = 0
 		v.merged = nil
 	} else if ctx.Err() == nil {
@@ -256,11 +335,12 @@ func (v *View) fresh(ctx context.Context, maxAge time.Duration) error {
 		}
 		v.retryAt = v.now().Add(wait)
 	}
-	close(done)
-	if err != nil {
-		return v.staleOrErr()
-	}
-	return nil
+	close(run.done)
+}
+
+// listErr is the last list's error. Callers hold mu.
+func (v *View) listErr() error {
+	return fmt.Errorf("listing the servers of cluster %s: %w", v.sel.ClusterID, v.lastErr)
 }
 
 // staleOrErr says whether the view may answer from its last list after a
@@ -269,7 +349,7 @@ func (v *View) staleOrErr() error {
 	if v.servers != nil && v.now().Sub(v.listedAt) < v.o.MaxStale {
 		return nil
 	}
-	return fmt.Errorf("listing the servers of cluster %s: %w", v.sel.ClusterID, v.lastErr)
+	return v.listErr()
 }
 
 // merge makes merged and byMachine current: the last list with the

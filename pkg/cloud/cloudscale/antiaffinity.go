@@ -171,12 +171,9 @@ func members(ids []string, deleted string) int {
 // deleteGroupIfEmpty looks at the group again under the key's lock: a create
 // of this process may have put a server into it since it was listed.
 func (c *Client) deleteGroupIfEmpty(ctx context.Context, k cloud.GroupKey, id, deleted string) (bool, error) {
-	unlock, err := c.groupLocks.Lock(ctx, k)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	return c.deleteGroupIfEmptyLocked(ctx, id, deleted)
+	return c.groupLocks.DeleteUnlessGone(ctx, k, id, func() (bool, error) {
+		return c.deleteGroupIfEmptyLocked(ctx, id, deleted)
+	})
 }
 
 // deleteGroupIfEmptyLocked deletes the group if it holds no server (but
@@ -188,6 +185,7 @@ func (c *Client) deleteGroupIfEmptyLocked(ctx context.Context, id, deleted strin
 		return err
 	})
 	if cloud.IsNotFound(err) {
+		c.groupLocks.Gone(id)
 		return false, nil
 	}
 	if err != nil {
@@ -204,6 +202,9 @@ func (c *Client) deleteGroupIfEmptyLocked(ctx context.Context, id, deleted strin
 		return c.sdk.ServerGroups.Delete(ctx, id)
 	})
 	var invalid *cloud.InvalidConfigError
+	if err == nil || cloud.IsNotFound(err) {
+		c.groupLocks.Gone(id)
+	}
 	switch {
 	case err == nil:
 		logf.FromContext(ctx).Info("Deleted empty anti-affinity server group", "group", g.Name, "uuid", id)

@@ -210,12 +210,9 @@ func (c *Client) CleanupGroups(ctx context.Context, clusterID string, minAge tim
 // deleteGroupIfEmpty looks at the group again under the key's lock: a create
 // of this process may have put an instance into it since it was listed.
 func (c *Client) deleteGroupIfEmpty(ctx context.Context, k cloud.GroupKey, id string) (bool, error) {
-	unlock, err := c.groupLocks.Lock(ctx, k)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	return c.deleteGroupIfEmptyLocked(ctx, id)
+	return c.groupLocks.DeleteUnlessGone(ctx, k, id, func() (bool, error) {
+		return c.deleteGroupIfEmptyLocked(ctx, id)
+	})
 }
 
 // deleteGroupIfEmptyLocked deletes the provider's group if it holds no
@@ -223,6 +220,7 @@ func (c *Client) deleteGroupIfEmpty(ctx context.Context, k cloud.GroupKey, id st
 func (c *Client) deleteGroupIfEmptyLocked(ctx context.Context, id string) (bool, error) {
 	g, err := c.getGroup(ctx, id)
 	if cloud.IsNotFound(err) {
+		c.groupLocks.Gone(id)
 		return false, nil
 	}
 	if err != nil {
@@ -237,6 +235,9 @@ func (c *Client) deleteGroupIfEmptyLocked(ctx context.Context, id string) (bool,
 	})
 	var invalid *cloud.InvalidConfigError
 	var retry *cloud.RetryableError
+	if err == nil || cloud.IsNotFound(err) {
+		c.groupLocks.Gone(id)
+	}
 	switch {
 	case err == nil:
 		logf.FromContext(ctx).Info("Deleted empty anti-affinity group", "group", g.Name, "id", id)

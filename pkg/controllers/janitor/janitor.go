@@ -197,7 +197,9 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 				}
 			}
 			keep(j.orphans.Forget(ctx, gone...))
-			names, err := acc.Client.CleanupGroups(ctx, cluster, j.o.GroupMinAge)
+			// Shared with the deletes of the cluster's Machines running
+			// now: one cleanup for all.
+			names, err := view.CleanupGroups(ctx, time.Time{}, j.o.GroupMinAge)
 			keep(err)
 			if len(names) > 0 {
 				metrics.GroupsDeleted(cloudName, len(names))

@@ -1,0 +1,83 @@
+package actuator
+
+import (
+	"context"
+	"time"
+
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Delete deletes every server of the Machine: the recorded one and any
+// other carrying its identity, so nothing is left behind, and then the
+// empty anti-affinity groups of the cluster. A Machine for which no server
+// was ever created goes at once, whatever state its secrets are in; one
+// whose credentials are unusable now keeps its finalizer until they are
+// fixed or a person abandons its server (abandon.go).
+//
+// Each step is done once: a delete retried after a later step failed
+// starts from there. And the calls of Machines deleted together are
+// shared: one list of the cluster's servers, one cleanup of its groups.
+// Under a storm of 429s (each closes the account's gate for every
+// Machine) long per-Machine sequences would rarely get through.
+func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
+	if abandoned(m) {
+		return a.abandon(ctx, m)
+	}
+	if !a.mayHaveServer(m) {
+		a.forget(m)
+		return nil
+	}
+	if err := a.backoff.held(m.UID, a.now()); err != nil {
+		return err
+	}
+	s, err := a.deleteScope(ctx, m)
+	if err != nil {
+		return a.blockedDelete(ctx, m, err)
+	}
+	var gone time.Time
+	if v, ok := a.serversGone.Load(m.UID); ok {
+		gone = v.(time.Time)
+	} else {
+		if err := a.deleteServers(ctx, m, s); err != nil {
+			return err
+		}
+		gone = a.now()
+		a.serversGone.Store(m.UID, gone)
+	}
+	// Whatever failed after an earlier attempt deleted the server (the
+	// group lookup, the group delete, a lost answer), the groups it left
+	// empty are looked at again before the Machine goes.
+	if s.spec == nil || s.spec.AntiAffinityKey() != "" {
+		deleted, err := s.view.CleanupGroups(ctx, gone, a.o.GroupMinAge)
+		if err != nil {
+			return a.fail(m, "FailedDelete", err)
+		}
+		a.groupsDeleted(m, deleted)
+	}
+	a.forgetState(m)
+	a.deleted.Store(m.UID, a.now())
+	return nil
+}
+
+// deleteServers deletes the Machine's servers, once no create of it can
+// still land.
+func (a *Actuator) deleteServers(ctx context.Context, m *machinev1.Machine, s *scope) error {
+	servers, err := s.allServers(ctx)
+	if err != nil {
+		return a.fail(m, "FailedDelete", err)
+	}
+	if len(servers) == 0 {
+		if err := a.awaitCreateBeforeDelete(m); err != nil {
+			return err
+		}
+	}
+	for i := range servers {
+		if err := s.client.DeleteServer(ctx, s.ref, &servers[i]); err != nil {
+			return a.fail(m, "FailedDelete", err)
+		}
+		s.view.Deleted(servers[i].ID)
+		a.recorder.Eventf(m, corev1.EventTypeNormal, "Deleted", "Deleted %s server %s", a.cloud.Name(), servers[i].ID)
+	}
+	return nil
+}
