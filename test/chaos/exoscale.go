@@ -18,8 +18,13 @@ type exoscaleCloud struct {
 func (c *exoscaleCloud) Name() string { return "exoscale" }
 
 func (c *exoscaleCloud) Start(ctx context.Context, _ string, seed int64, faults []harness.Rule) error {
+	// The default account's instance quota (20, as on a new Exoscale
+	// account) would refuse `make chaos-long`'s 50 Machines: raised, as
+	// Exoscale does on request.
+	acc := emuexo.DefaultAccount
+	acc.Quotas = map[string]int64{"instance": -1}
 	emu, err := emuexo.New(emuexo.Config{
-		Seed: seed, Faults: faults, BootTime: emulatorBootTime,
+		Seed: seed, Faults: faults, BootTime: emulatorBootTime, Accounts: []emuexo.Account{acc},
 		// Operations the client must follow, as on the real cloud.
 		OperationTime: emuexo.DefaultOperationTime,
 	})
