@@ -23,10 +23,9 @@ type groupCleanup struct {
 }
 
 type cleanupRun struct {
-	start   time.Time
-	end     chan struct{}
-	deleted []string
-	err     error
+	start time.Time
+	end   chan struct{}
+	err   error
 }
 
 // CleanupGroups deletes the cluster's empty anti-affinity groups of the
@@ -65,7 +64,8 @@ func (v *View) CleanupGroups(ctx context.Context, since time.Time, minAge time.D
 		c.running = run
 		c.mu.Unlock()
 
-		run.deleted, run.err = v.client.CleanupGroups(ctx, v.sel.ClusterID, minAge)
+		deleted, err := v.client.CleanupGroups(ctx, v.sel.ClusterID, minAge)
+		run.err = err
 
 		c.mu.Lock()
 		c.running = nil
@@ -74,6 +74,6 @@ func (v *View) CleanupGroups(ctx context.Context, since time.Time, minAge time.D
 		}
 		c.mu.Unlock()
 		close(run.end)
-		return run.deleted, run.err
+		return deleted, err
 	}
 }

@@ -47,21 +47,14 @@ func TestCleanupGroupsIsSharedByTheCallersItServes(t *testing.T) {
 
 	// 20 Machines whose servers went at the same moment: one cleanup, and
 	// only the caller that ran it reports what it deleted.
-	var wg sync.WaitGroup
 	var reported atomic.Int32
-	for range 20 {
-		wg.Go(func() {
-			deleted, err := v.CleanupGroups(ctx, since, time.Minute)
-			if err != nil {
-				t.Error(err)
-			}
-			reported.Add(int32(len(deleted)))
-		})
-	}
-	<-started
-	time.Sleep(50 * time.Millisecond)
-	close(block)
-	wg.Wait()
+	together(20, started, block, func(int) {
+		deleted, err := v.CleanupGroups(ctx, since, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		reported.Add(int32(len(deleted)))
+	})
 	if n := c.calls.Load(); n != 1 {
 		t.Errorf("20 callers made %d cleanups, want 1", n)
 	}

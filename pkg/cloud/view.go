@@ -105,7 +105,7 @@ func (v *View) Machine(ctx context.Context, name string) ([]Server, error) {
 // but shared by every caller that list serves (the Machines deleted
 // together). A failed list is an error, never an older list's answer.
 func (v *View) MachineNow(ctx context.Context, name string) ([]Server, error) {
-	if err := v.listedSince(ctx, v.now()); err != nil {
+	if err := v.listedSince(ctx, v.now(), true); err != nil {
 		return nil, err
 	}
 	return v.machine(name), nil
@@ -220,36 +220,24 @@ func (v *View) fresh(ctx context.Context, maxAge time.Duration) error {
 	if maxAge <= 0 {
 		maxAge = v.o.Refresh
 	}
-	v.mu.Lock()
-	if v.servers != nil && v.now().Sub(v.listedAt) < maxAge {
-		v.mu.Unlock()
-		return nil
-	}
-	if v.lastErr != nil && v.now().Before(v.retryAt) {
-		err := v.staleOrErr()
-		v.mu.Unlock()
-		return err
-	}
-	// Someone listing already: take their answer. Else list.
-	run, mine := v.listRun()
-	v.mu.Unlock()
-	if err := v.await(ctx, run, mine); err != nil {
-		return err
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if run.err != nil {
-		return v.staleOrErr()
-	}
-	return nil
+	return v.listedSince(ctx, v.now().Add(-maxAge), false)
 }
 
 // listedSince makes sure the view answers from a list that started at or
-// after since, sharing that list with every caller it serves: the Machines
-// deleted together need the cluster's servers as they are now, and one
-// list serves them all where a lookup of each would cost a call of each.
-// A failed list is an error: no answer from an older one.
-func (v *View) listedSince(ctx context.Context, since time.Time) error {
+// after since, listing when it must, and sharing each list with every caller it
+// serves: one list serves all the Machines that need one at the same time,
+// where a lookup of each would cost a call of each.
+//
+// Strict, the answer is as of since: a list that began earlier, even one
+// still running, does not count, and a failed list is an error (the
+// Machines deleted together need the cluster's servers as they are now).
+// Else a running list is taken as it is, and a failed one leaves the view
+// answering from its last list while that is within MaxStale.
+func (v *View) listedSince(ctx context.Context, since time.Time, strict bool) error {
+	failed := v.staleOrErr
+	if strict {
+		failed = v.listErr
+	}
 	for {
 		v.mu.Lock()
 		if v.servers != nil && !v.listedAt.Before(since) {
@@ -257,7 +245,7 @@ func (v *View) listedSince(ctx context.Context, since time.Time) error {
 			return nil
 		}
 		if v.lastErr != nil && v.now().Before(v.retryAt) {
-			err := v.listErr()
+			err := failed()
 			v.mu.Unlock()
 			return err
 		}
@@ -266,12 +254,14 @@ func (v *View) listedSince(ctx context.Context, since time.Time) error {
 		if err := v.await(ctx, run, mine); err != nil {
 			return err
 		}
-		if run.start.Before(since) {
+		if strict && run.start.Before(since) {
 			// It began too early to answer: the next one.
 			continue
 		}
 		if run.err != nil {
-			return fmt.Errorf("listing the servers of cluster %s: %w", v.sel.ClusterID, run.err)
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			return failed()
 		}
 		return nil
 	}

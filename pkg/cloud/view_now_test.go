@@ -3,7 +3,6 @@ package cloud
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 )
@@ -72,19 +71,12 @@ func TestMachineNowSharesOneList(t *testing.T) {
 	c := &listClient{block: block, started: started}
 	c.set(srv("1", "a"), srv("2", "b"))
 	v, _ := newTestView(c, ViewOptions{})
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Go(func() {
-			name := []string{"a", "b"}[i%2]
-			if got, err := v.MachineNow(context.Background(), name); err != nil || len(got) != 1 || got[0].Machine != name {
-				t.Errorf("MachineNow(%s) = %v, %v", name, got, err)
-			}
-		})
-	}
-	<-started
-	time.Sleep(50 * time.Millisecond)
-	close(block)
-	wg.Wait()
+	together(20, started, block, func(i int) {
+		name := []string{"a", "b"}[i%2]
+		if got, err := v.MachineNow(context.Background(), name); err != nil || len(got) != 1 || got[0].Machine != name {
+			t.Errorf("MachineNow(%s) = %v, %v", name, got, err)
+		}
+	})
 	if n := c.lists.Load(); n != 1 {
 		t.Errorf("20 lookups at the same moment made %d lists, want 1", n)
 	}

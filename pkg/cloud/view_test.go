@@ -58,6 +58,20 @@ func ids(servers []Server) map[string]bool {
 	return out
 }
 
+// together runs fn n times at once while the call they share is held
+// (started closes when it begins, block holds it), lets it go once they all
+// had time to ask, and waits for them.
+func together(n int, started, block chan struct{}, fn func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { fn(i) })
+	}
+	<-started
+	time.Sleep(50 * time.Millisecond)
+	close(block)
+	wg.Wait()
+}
+
 func newTestView(c Client, o ViewOptions) (*View, *fakeClock) {
 	v := NewView(c, "c", o)
 	clock := newClock()
@@ -93,18 +107,11 @@ func TestViewConcurrentLookupsShareOneList(t *testing.T) {
 	c := &listClient{block: block, started: started}
 	c.set(srv("1", "a"))
 	v, _ := newTestView(c, ViewOptions{})
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Go(func() {
-			if got, err := v.Machine(context.Background(), "a"); err != nil || len(got) != 1 {
-				t.Errorf("lookup = %v, %v", got, err)
-			}
-		})
-	}
-	<-started
-	time.Sleep(50 * time.Millisecond)
-	close(block)
-	wg.Wait()
+	together(20, started, block, func(int) {
+		if got, err := v.Machine(context.Background(), "a"); err != nil || len(got) != 1 {
+			t.Errorf("lookup = %v, %v", got, err)
+		}
+	})
 	if n := c.lists.Load(); n != 1 {
 		t.Errorf("20 concurrent lookups made %d lists, want 1", n)
 	}
