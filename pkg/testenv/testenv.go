@@ -62,6 +62,15 @@ func ProxyCRD(t testing.TB) string {
 	return filepath.Join(openShiftAPIDir(t), "config", "v1", "zz_generated.crd-manifests", "0000_03_config-operator_01_proxies.crd.yaml")
 }
 
+// ClusterVersionCRD returns the config.openshift.io ClusterVersion CRD
+// manifest (clusterversions.config.openshift.io/version: the cluster's
+// OpenShift release) of the openshift/api module version in go.mod.
+func ClusterVersionCRD(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(openShiftAPIDir(t), "config", "v1", "zz_generated.crd-manifests",
+		"0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml")
+}
+
 // openShiftAPIDir is the openshift/api module's directory in the module
 // cache.
 func openShiftAPIDir(t testing.TB) string {

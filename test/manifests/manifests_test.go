@@ -536,13 +536,24 @@ func TestRBACLeastPrivilege(t *testing.T) {
 				t.Errorf("config/%s: ClusterRoleBinding %s: no ClusterRole %s", k, b.Name, b.RoleRef.Name)
 			}
 		}
-		// The deployer is confined to its namespace, but for reading the
-		// cluster-wide Proxy, that one object.
+		// The deployer is confined to its namespace, but for reading two
+		// cluster-wide objects: the Proxy named cluster and the
+		// ClusterVersion named version.
+		readable := map[string]string{"proxies": "cluster", "clusterversions": "version"}
 		for _, rule := range r.rulesOf(DeployerSA)[""] {
-			if !slices.Equal(rule.APIGroups, []string{"config.openshift.io"}) || !slices.Equal(rule.Resources, []string{"proxies"}) ||
-				!slices.Equal(rule.ResourceNames, []string{"cluster"}) ||
+			if !slices.Equal(rule.APIGroups, []string{"config.openshift.io"}) || len(rule.Resources) != 1 ||
+				!slices.Equal(rule.ResourceNames, []string{readable[rule.Resources[0]]}) ||
 				slices.ContainsFunc(rule.Verbs, func(v string) bool { return !slices.Contains([]string{"get", "list", "watch"}, v) }) {
-				t.Errorf("config/%s: the deployer has the cluster-wide rule %+v; it may only read the Proxy named cluster", k, rule)
+				t.Errorf("config/%s: the deployer has the cluster-wide rule %+v; it may only read the Proxy named cluster and the ClusterVersion named version", k, rule)
+			}
+		}
+		// The controllers' status writes of every known release
+		// (deployer.Releases): update up to 4.18, patch from 4.19.
+		for _, rel := range deployer.Releases {
+			for _, res := range []string{"machines/status", "machinesets/status"} {
+				if !grants(r.rulesOf(controllersSA(t, objs))[Namespace], rel.StatusWrite, "machine.openshift.io", res, "") {
+					t.Errorf("config/%s: the controllers may not %s %s, which the %s controllers do", k, rel.StatusWrite, res, rel)
+				}
 			}
 		}
 		for _, sa := range []string{DeployerSA, controllersSA(t, objs)} {

@@ -166,6 +166,9 @@ type Reconciler struct {
 	egress client.Reader
 	// proxyServed: the API server serves config.openshift.io Proxies.
 	proxyServed bool
+	// versionServed: the API server serves config.openshift.io
+	// ClusterVersions.
+	versionServed bool
 }
 
 // New returns a Reconciler that reads the watched objects with c (a cached
@@ -191,6 +194,7 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 // +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-machine-api,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=config.openshift.io,resources=proxies,verbs=list;watch
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusterversions,verbs=list;watch
 
 // SetupWithManager registers the controller with mgr. All its work is one
 // request: the images ConfigMap, our Deployment and the operator's
@@ -204,13 +208,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	egress, err := newEgressCache(mgr, r.opts.Namespace, served)
+	versionServed, err := clusterVersionServed(mgr)
 	if err != nil {
 		return err
 	}
-	r.egress, r.proxyServed = egress, served
+	egress, err := newEgressCache(mgr, r.opts.Namespace, served, versionServed)
+	if err != nil {
+		return err
+	}
+	r.egress, r.proxyServed, r.versionServed = egress, served, versionServed
 	if !served {
 		mgr.GetLogger().Info("The API server serves no config.openshift.io Proxy: no cluster-wide proxy for the provider")
+	}
+	if !versionServed {
+		mgr.GetLogger().Info("The API server serves no config.openshift.io ClusterVersion: the controllers get the flags of the newest known release",
+			"release", Newest().String())
 	}
 	key := r.key()
 	toKey := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
@@ -243,6 +255,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind[client.Object](egress, &corev1.ConfigMap{}, toKey))
 	if served {
 		b = b.WatchesRawSource(source.Kind[client.Object](egress, &configv1.Proxy{}, toKey))
+	}
+	if versionServed {
+		b = b.WatchesRawSource(source.Kind[client.Object](egress, &configv1.ClusterVersion{}, toKey))
 	}
 	return b.Complete(r)
 }
@@ -297,6 +312,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	release, fit, version, err := r.clusterRelease(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	known, knownReason, knownMessage := releaseCondition(release, fit, version)
+	releaseCond := metav1.Condition{Type: ConditionReleaseKnown, Status: metav1.ConditionFalse, Reason: knownReason, Message: knownMessage}
+	if known {
+		releaseCond.Status = metav1.ConditionTrue
+	}
 
 	d := Deployment(Spec{
 		Namespace:                 ns,
@@ -312,6 +336,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		ProviderEnv:               r.opts.ProviderEnv,
 		Proxy:                     proxy,
 		TrustedCAHash:             caHash,
+		Release:                   release,
 	})
 	if err := r.apply(ctx, d); err != nil {
 		if rerr := r.reportOnly(ctx, false, ReasonApplyFailed, fmt.Sprintf("applying Deployment %s/%s: %v", ns, d.Name, err)); rerr != nil {
@@ -319,10 +344,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		}
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.reportOnly(ctx, true, ReasonApplied, fmt.Sprintf(
-		"Deployment %s/%s applied: machine-api-operator %s, kube-rbac-proxy %s, provider %s; %s; %s",
-		ns, d.Name, images.MachineAPIOperator, images.KubeRBACProxy, r.opts.ProviderImage,
-		proxy.describe(), describeTrustedCA(caHash)))
+	_, err = r.report(ctx, true, ReasonApplied, fmt.Sprintf(
+		"Deployment %s/%s applied for OpenShift %s (%s): machine-api-operator %s, kube-rbac-proxy %s, provider %s; %s; %s",
+		ns, d.Name, release, release.Describe(), images.MachineAPIOperator, images.KubeRBACProxy, r.opts.ProviderImage,
+		proxy.describe(), describeTrustedCA(caHash)), releaseCond)
+	return ctrl.Result{}, err
 }
 
 // standBack removes our Deployment, if we applied one, while the operator
@@ -384,26 +410,27 @@ func deploymentApplyConfiguration(d *appsv1.Deployment) (*appsv1ac.DeploymentApp
 	return ac, nil
 }
 
-// report records the Deployed condition in the status ConfigMap and, when
-// it changed, as an event there. It returns the status ConfigMap for more
+// report records the Deployed condition, and the further conditions
+// given, in the status ConfigMap and, for each that changed, as an event
+// there (Warning when False). It returns the status ConfigMap for more
 // events.
-func (r *Reconciler) report(ctx context.Context, deployed bool, reason, message string) (*corev1.ConfigMap, error) {
+func (r *Reconciler) report(ctx context.Context, deployed bool, reason, message string, more ...metav1.Condition) (*corev1.ConfigMap, error) {
 	status := metav1.ConditionFalse
-	eventType := corev1.EventTypeWarning
 	if deployed {
-		status, eventType = metav1.ConditionTrue, corev1.EventTypeNormal
+		status = metav1.ConditionTrue
 	}
 	cm, conds, err := readStatus(ctx, r.reader, r.opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	if !meta.SetStatusCondition(&conds, metav1.Condition{
-		Type:               ConditionDeployed,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		LastTransitionTime: metav1.NewTime(time.Now()),
-	}) {
+	var changed []metav1.Condition
+	for _, c := range append([]metav1.Condition{{Type: ConditionDeployed, Status: status, Reason: reason, Message: message}}, more...) {
+		c.LastTransitionTime = metav1.NewTime(time.Now())
+		if meta.SetStatusCondition(&conds, c) {
+			changed = append(changed, c)
+		}
+	}
+	if len(changed) == 0 {
 		return cm, nil
 	}
 	raw, err := json.MarshalIndent(conds, "", "  ")
@@ -423,11 +450,20 @@ func (r *Reconciler) report(ctx context.Context, deployed bool, reason, message 
 			log.FromContext(ctx).Error(err, "Reading the status ConfigMap back failed")
 		}
 	}
-	r.recorder.Event(cm, eventType, reason, message)
-	if deployed {
-		log.FromContext(ctx).Info(message)
-	} else {
-		log.FromContext(ctx).Info("Not deployed", "reason", reason, "message", message)
+	for _, c := range changed {
+		eventType := corev1.EventTypeWarning
+		if c.Status == metav1.ConditionTrue {
+			eventType = corev1.EventTypeNormal
+		}
+		r.recorder.Event(cm, eventType, c.Reason, c.Message)
+		switch {
+		case c.Type != ConditionDeployed:
+			log.FromContext(ctx).Info("Condition changed", "type", c.Type, "status", c.Status, "reason", c.Reason, "message", c.Message)
+		case deployed:
+			log.FromContext(ctx).Info(message)
+		default:
+			log.FromContext(ctx).Info("Not deployed", "reason", reason, "message", message)
+		}
 	}
 	return cm, nil
 }

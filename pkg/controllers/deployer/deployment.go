@@ -92,6 +92,10 @@ type Spec struct {
 	// TrustedCAHash is HashTrustedCA of the trusted CA bundle; it goes on
 	// the pod template when set.
 	TrustedCAHash string
+	// Release is the OpenShift release whose machine-api-operator
+	// controllers the Deployment runs (releases.go): their flags. The zero
+	// value is the newest known release.
+	Release Release
 }
 
 // CredentialEnv is one key of the credentials secret, exposed to the
@@ -143,6 +147,9 @@ const (
 	// ImagesHashAnnotation on the pod template is HashImages of the
 	// images.json the pods were built from.
 	ImagesHashAnnotation = "machine.appuio.io/images-hash"
+	// ReleaseAnnotation on the Deployment names the OpenShift release
+	// (4.y) whose controllers' flags it was rendered with.
+	ReleaseAnnotation = "machine.appuio.io/openshift-release"
 	// instanceLabel tells our pods apart from the operator's in the
 	// Deployment's selector (its selector is immutable).
 	instanceLabel = "app.kubernetes.io/instance"
@@ -231,6 +238,9 @@ func podLabels() map[string]string {
 // manager as the machine controller, and a kube-rbac-proxy in front of each
 // metrics endpoint, placed and prioritised as the operator places its own.
 func Deployment(s Spec) *appsv1.Deployment {
+	if s.Release.Minor == 0 {
+		s.Release = Newest()
+	}
 	name := DeploymentName(s.Cloud)
 	selector := podLabels()
 	selector[instanceLabel] = name
@@ -270,9 +280,10 @@ func Deployment(s Spec) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: s.Namespace,
-			Labels:    labels,
+			Name:        name,
+			Namespace:   s.Namespace,
+			Labels:      labels,
+			Annotations: map[string]string{ReleaseAnnotation: s.Release.String()},
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
@@ -326,13 +337,10 @@ func httpProbe(path, port string) corev1.ProbeHandler {
 }
 
 func machineSetContainer(s Spec) corev1.Container {
-	args := append(maoArgs(s.Namespace),
-		// The provider takes no part in the migration to Cluster API;
-		// pinned off so that a release enabling it by default does not
-		// hand MachineSets to a Cluster API that is not there.
-		"--feature-gates=MachineAPIMigration=false",
-		"--metrics-bind-address="+machineSetMetricsAddr,
-	)
+	// the release's own flags (releases.go), then the metrics address,
+	// which every known release takes
+	args := append(maoArgs(s.Namespace), s.Release.machineSetArgs()...)
+	args = append(args, "--metrics-bind-address="+machineSetMetricsAddr)
 	return corev1.Container{
 		Name:    MachineSetContainer,
 		Image:   s.Images.MachineAPIOperator,

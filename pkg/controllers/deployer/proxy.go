@@ -164,8 +164,10 @@ func proxyServed(mgr ctrl.Manager) (bool, error) {
 }
 
 // newEgressCache builds the egressCache for namespace ns, with the Proxy
-// when withProxy, and adds it to mgr.
-func newEgressCache(mgr ctrl.Manager, ns string, withProxy bool) (cache.Cache, error) {
+// when withProxy and the ClusterVersion when withVersion (both cluster-wide
+// and granted by name, so cached here for the same reason), and adds it to
+// mgr.
+func newEgressCache(mgr ctrl.Manager, ns string, withProxy, withVersion bool) (cache.Cache, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -178,6 +180,9 @@ func newEgressCache(mgr ctrl.Manager, ns string, withProxy bool) (cache.Cache, e
 	}
 	if withProxy {
 		byObject[&configv1.Proxy{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", ClusterProxyName)}
+	}
+	if withVersion {
+		byObject[&configv1.ClusterVersion{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", ClusterVersionName)}
 	}
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient:        mgr.GetHTTPClient(),
