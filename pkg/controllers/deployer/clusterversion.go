@@ -17,10 +17,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 // ClusterVersionName is the one ClusterVersion of an OpenShift cluster.
@@ -30,19 +27,6 @@ const ClusterVersionName = "version"
 // deployer knows the controllers' flags of (Releases), False with the
 // reason FitNewer, FitOlder or FitUnknown when it renders another's.
 const ConditionReleaseKnown = "ReleaseKnown"
-
-// clusterVersionServed reports whether the API server serves
-// config.openshift.io ClusterVersions (OpenShift does).
-func clusterVersionServed(mgr ctrl.Manager) (bool, error) {
-	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: configv1.GroupName, Kind: "ClusterVersion"}, configv1.GroupVersion.Version)
-	switch {
-	case meta.IsNoMatchError(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("looking up the config.openshift.io ClusterVersion API: %w", err)
-	}
-	return true, nil
-}
 
 // renderVersion is the version whose controllers' arguments a cluster with
 // ClusterVersion cv gets: the oldest of the desired version and every

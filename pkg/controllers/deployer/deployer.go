@@ -204,11 +204,11 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 // annotations change, not for status. Whether the Proxy API is served is
 // looked up here, once.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	served, err := proxyServed(mgr)
+	served, err := configServed(mgr, "Proxy")
 	if err != nil {
 		return err
 	}
-	versionServed, err := clusterVersionServed(mgr)
+	versionServed, err := configServed(mgr, "ClusterVersion")
 	if err != nil {
 		return err
 	}

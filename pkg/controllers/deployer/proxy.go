@@ -150,15 +150,15 @@ type egressCache struct{ cache.Cache }
 // controllers and leader election.
 func (c egressCache) GetCache() cache.Cache { return c.Cache }
 
-// proxyServed reports whether the API server serves config.openshift.io
-// Proxies (OpenShift does, a plain Kubernetes does not).
-func proxyServed(mgr ctrl.Manager) (bool, error) {
-	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: configv1.GroupName, Kind: "Proxy"}, configv1.GroupVersion.Version)
+// configServed reports whether the API server serves the
+// config.openshift.io kind (OpenShift does, a plain Kubernetes does not).
+func configServed(mgr ctrl.Manager, kind string) (bool, error) {
+	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: configv1.GroupName, Kind: kind}, configv1.GroupVersion.Version)
 	switch {
 	case meta.IsNoMatchError(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("looking up the config.openshift.io Proxy API: %w", err)
+		return false, fmt.Errorf("looking up the config.openshift.io %s API: %w", kind, err)
 	}
 	return true, nil
 }

@@ -42,18 +42,7 @@ var proxyEnvNames = []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_prox
 // environment and a change rolls it, as does a change of the injected trust
 // bundle.
 func TestClusterProxy(t *testing.T) {
-	cfg, _ := testenv.Start(t, testenv.WithCRDs(testenv.ProxyCRD(t)))
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := configv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	pc, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, pc := startOpenShift(t, testenv.ProxyCRD(t))
 
 	t.Run("ProxyRollsTheProvider", func(t *testing.T) {
 		// The Proxy exists before the deployer starts, as after an
@@ -271,6 +260,25 @@ func setImages(e *env, mao, proxy string) {
 		cm.Data[deployer.ImagesKey] = imagesJSON(mao, proxy)
 		return e.c.Update(e.ctx, cm)
 	}))
+}
+
+// startOpenShift starts a control plane serving the config.openshift.io
+// CRDs crds, and returns a client that knows their types.
+func startOpenShift(t *testing.T, crds ...string) (*rest.Config, client.Client) {
+	t.Helper()
+	cfg, _ := testenv.Start(t, testenv.WithCRDs(crds...))
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := configv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, c
 }
 
 // setProxyStatus sets the Proxy's status, as the network operator does.

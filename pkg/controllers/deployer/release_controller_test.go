@@ -11,9 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
@@ -28,18 +26,7 @@ import (
 // known flags with a False ReleaseKnown condition and a Warning event that
 // say so.
 func TestControllersFollowTheClusterRelease(t *testing.T) {
-	cfg, _ := testenv.Start(t, testenv.WithCRDs(testenv.ProxyCRD(t), testenv.ClusterVersionCRD(t)))
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := configv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	cc, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, cc := startOpenShift(t, testenv.ProxyCRD(t), testenv.ClusterVersionCRD(t))
 	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: deployer.ClusterVersionName}}
 	cv.Spec.ClusterID = "0b4a2f5e-7d1c-4a3e-9c55-0e1f2a3b4c5d"
 	if err := cc.Create(t.Context(), cv); err != nil {
