@@ -16,8 +16,9 @@ import (
 
 // A failed create and a failed delete count in the machine-api-operator's
 // counters, with the class of the failure as the reason (bounded, never
-// a cloud's message).
-func TestFailuresCountInTheOperatorsCounters(t *testing.T) {
+// a cloud's message); the Machines by phase, the oldest of each phase and
+// the deletions' durations are exported for the alerts and the dashboard.
+func TestMachineMetrics(t *testing.T) {
 	e := env(t)
 	h := e.Emulator.Harness()
 	for _, r := range []harness.Rule{
@@ -33,6 +34,21 @@ func TestFailuresCountInTheOperatorsCounters(t *testing.T) {
 	createMachine(t, e, "worker-invalid", spec(func(s map[string]any) { s["rootVolumeSizeGB"] = 1 }))
 	waitPhase(t, e, "worker-counted", machinev1.PhaseProvisioned)
 	waitPhase(t, e, "worker-invalid", machinev1.PhaseFailed)
+	for _, c := range []struct {
+		metric, phase string
+		min           float64
+	}{
+		{"machine_api_provider_machines", machinev1.PhaseProvisioned, 1},
+		{"machine_api_provider_machines", machinev1.PhaseFailed, 1},
+		{"machine_api_provider_machine_phase_oldest_seconds", machinev1.PhaseProvisioned, 0.001},
+	} {
+		if v := gauge(t, c.metric, map[string]string{"cloud": "cloudscale", "phase": c.phase}); v < c.min {
+			t.Errorf("%s{cloud=cloudscale,phase=%s} = %v, want at least %v", c.metric, c.phase, v, c.min)
+		}
+	}
+	if v := gauge(t, "machine_api_provider_machines", map[string]string{"cloud": "cloudscale", "phase": machinev1.PhaseRunning}); v != -1 {
+		t.Errorf("machine_api_provider_machines{phase=Running} = %v without a Running Machine", v)
+	}
 	if err := e.Client.Delete(context.Background(), getMachine(t, e, "worker-counted")); err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +56,9 @@ func TestFailuresCountInTheOperatorsCounters(t *testing.T) {
 		err := e.Client.Get(context.Background(), objKey("worker-counted"), &machinev1.Machine{})
 		return apierrors.IsNotFound(err), err
 	})
+	if n := histogramCount(t, "machine_api_provider_machine_deletion_duration_seconds"); n < 1 {
+		t.Errorf("no deletion observed in machine_api_provider_machine_deletion_duration_seconds")
+	}
 	for _, c := range []struct{ metric, machine, reason string }{
 		{"mapi_instance_create_failed", "worker-counted", "RateLimited"},
 		{"mapi_instance_delete_failed", "worker-counted", "CloudUnavailable"},
@@ -74,4 +93,50 @@ func counter(t *testing.T, metric, machine, reason string) float64 {
 		}
 	}
 	return -1
+}
+
+// gauge reads the series of a gauge with the labels; -1 without it.
+func gauge(t *testing.T, metric string, want map[string]string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+// histogramCount sums the observations of a histogram's series.
+func histogramCount(t *testing.T, metric string) uint64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, f := range families {
+		if f.GetName() == metric {
+			for _, m := range f.GetMetric() {
+				n += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
 }
