@@ -195,8 +195,9 @@ func served(c client.Client, u *unstructured.Unstructured) (bool, error) {
 // server-side apply as a dry run against a real kube-apiserver: the API
 // server's validation, defaulting and (for RBAC) escalation checks all run,
 // nothing is stored. The namespace exists, as it would on the cluster.
-// Kinds the control plane does not serve (the ServiceMonitor: its CRD comes
-// with the Prometheus operator) are checked by TestServiceMonitor instead.
+// Kinds the control plane does not serve (the ServiceMonitor and the
+// PrometheusRule: their CRDs come with the Prometheus operator) are checked
+// by TestServiceMonitor and TestAlertRules instead.
 func TestServerSideDryRun(t *testing.T) {
 	_, c := testenv.Start(t)
 	ctx := context.Background()
@@ -217,7 +218,7 @@ func TestServerSideDryRun(t *testing.T) {
 					t.Fatalf("%s: %v", describe(u), err)
 				}
 				if !ok {
-					if u.GetKind() != "ServiceMonitor" {
+					if u.GroupVersionKind().Group != "monitoring.coreos.com" {
 						t.Errorf("%s: kind %s is not served by a plain kube-apiserver", describe(u), u.GroupVersionKind())
 					}
 					continue
@@ -248,8 +249,12 @@ func TestNamespaces(t *testing.T) {
 					t.Errorf("config/%s: %s has a namespace", k, describe(u))
 				}
 			default:
-				if u.GetNamespace() != Namespace {
-					t.Errorf("config/%s: %s is not in %s", k, describe(u), Namespace)
+				want := Namespace
+				if u.GetKind() == "ConfigMap" && u.GetName() == "machine-api-provider-dashboard" {
+					want = "openshift-config-managed" // where the console reads dashboards
+				}
+				if u.GetNamespace() != want {
+					t.Errorf("config/%s: %s is not in %s", k, describe(u), want)
 				}
 			}
 		}
@@ -258,6 +263,7 @@ func TestNamespaces(t *testing.T) {
 			// A plain cluster: CRDs and namespace; no ServiceMonitor and no
 			// webhooks (no Prometheus operator, no service CA).
 			if kinds["CustomResourceDefinition"] != 3 || kinds["Namespace"] != 1 || kinds["ServiceMonitor"] != 0 ||
+				kinds["PrometheusRule"]+kinds["NetworkPolicy"] != 0 ||
 				kinds["MutatingWebhookConfiguration"]+kinds["ValidatingWebhookConfiguration"] != 0 {
 				t.Errorf("config/default: kinds %v, want 3 CRDs, the Namespace, no ServiceMonitor, no webhooks", kinds)
 			}
@@ -265,8 +271,9 @@ func TestNamespaces(t *testing.T) {
 			// OpenShift: it has the CRDs and the namespace, and a service
 			// CA for the webhooks.
 			if kinds["CustomResourceDefinition"] != 0 || kinds["Namespace"] != 0 || kinds["ServiceMonitor"] != 1 ||
+				kinds["PrometheusRule"] != 1 || kinds["NetworkPolicy"] != 1 ||
 				kinds["MutatingWebhookConfiguration"] != 1 || kinds["ValidatingWebhookConfiguration"] != 1 {
-				t.Errorf("config/%s: kinds %v, want no CRD, no Namespace, one ServiceMonitor, the webhook configurations", k, kinds)
+				t.Errorf("config/%s: kinds %v, want no CRD, no Namespace, one ServiceMonitor, PrometheusRule and NetworkPolicy, the webhook configurations", k, kinds)
 			}
 		}
 	}
