@@ -41,6 +41,21 @@ const Namespace = "openshift-machine-api"
 // the deployer's --service-account.
 const DeployerSA = "machine-api-provider-deployer"
 
+// openShiftNamespaces are the namespaces an OpenShift cluster has that the
+// overlays install into: the Machine API's, and openshift-config-managed,
+// where the console reads dashboards.
+func openShiftNamespaces() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, name := range []string{Namespace, "openshift-config-managed"} {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(name)
+		out = append(out, ns)
+	}
+	return out
+}
+
 // fieldOwner is the field manager of the test's applies.
 const fieldOwner = "machine-api-provider-manifests-test"
 
@@ -201,12 +216,10 @@ func served(c client.Client, u *unstructured.Unstructured) (bool, error) {
 func TestServerSideDryRun(t *testing.T) {
 	_, c := testenv.Start(t)
 	ctx := context.Background()
-	ns := &unstructured.Unstructured{}
-	ns.SetAPIVersion("v1")
-	ns.SetKind("Namespace")
-	ns.SetName(Namespace)
-	if err := apply(ctx, c, ns, false); err != nil {
-		t.Fatal(err)
+	for _, ns := range openShiftNamespaces() {
+		if err := apply(ctx, c, ns, false); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, k := range kustomizations {
 		t.Run(strings.ReplaceAll(k, "/", "-"), func(t *testing.T) {
@@ -788,11 +801,8 @@ func install(t testing.TB, c client.Client, objs []*unstructured.Unstructured) {
 	}
 	var all []*unstructured.Unstructured
 	if !has("Namespace") {
-		ns := &unstructured.Unstructured{}
-		ns.SetAPIVersion("v1")
-		ns.SetKind("Namespace")
-		ns.SetName(Namespace)
-		all = append(all, ns)
+		// OpenShift's, where the overlays install
+		all = append(all, openShiftNamespaces()...)
 	}
 	if !has("CustomResourceDefinition") {
 		all = append(all, render(t, "crd")...)
