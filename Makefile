@@ -14,6 +14,9 @@ ETCD_VERSION        ?= v3.6.5
 KWOK_VERSION        ?= v0.8.0
 STATICCHECK_VERSION ?= v0.8.2
 KUSTOMIZE_VERSION   ?= v5.8.2
+# promtool of Prometheus 3.16.0 (the Go module's version), for the alerting
+# rules' unit tests (config/prometheus, test/manifests).
+PROMTOOL_VERSION    ?= v0.316.0
 # Served only as pseudo-versions (a commit of kubernetes/autoscaler master).
 CLUSTER_AUTOSCALER_VERSION ?= v0.0.0-20250613073258-1959f5f61f6c
 
@@ -207,15 +210,17 @@ KWOK_STAGES := $(BIN_DIR)/kwok-stages.yaml
 LINT_BINS   := $(BIN_DIR)/staticcheck
 CLUSTER_AUTOSCALER_BIN := $(BIN_DIR)/cluster-autoscaler
 KUSTOMIZE   := $(BIN_DIR)/kustomize
+PROMTOOL    := $(BIN_DIR)/promtool
 
-.PHONY: tools kube etcd kwok staticcheck kustomize cluster-autoscaler
-tools: kube etcd kwok staticcheck kustomize cluster-autoscaler
+.PHONY: tools kube etcd kwok staticcheck kustomize cluster-autoscaler promtool
+tools: kube etcd kwok staticcheck kustomize cluster-autoscaler promtool
 kube: $(KUBE_BINS)
 etcd: $(ETCD_BIN)
 kwok: $(KWOK_BIN) $(KWOK_STAGES)
 staticcheck: $(LINT_BINS)
 cluster-autoscaler: $(CLUSTER_AUTOSCALER_BIN)
 kustomize: $(KUSTOMIZE)
+promtool: $(PROMTOOL)
 
 # $(call check-pin,<wrapper dir>,<module>,<version>): fail if the wrapper
 # module does not require <module> at <version>.
@@ -283,6 +288,21 @@ $(KUSTOMIZE): $(BIN_DIR)/.kustomize-$(KUSTOMIZE_VERSION).stamp $(TOOLS_DIR)/kust
 	build_date=$$($(GO) list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' sigs.k8s.io/kustomize/kustomize/v5) && \
 	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w -X sigs.k8s.io/kustomize/api/provenance.buildDate=$$build_date" \
 		-o $@ sigs.k8s.io/kustomize/kustomize/v5
+	@touch $@
+
+# promtool: `promtool --version` prints what prometheus/common/version
+# holds, set here as Prometheus's own release build sets it (the version
+# from the module's VERSION file). The tag remove_all_sd leaves out the
+# service discovery plugins and their cloud SDKs, which checking and
+# unit-testing rules never use.
+PROMTOOL_MODULE := github.com/prometheus/prometheus
+PROMTOOL_LDFLAGS = -s -w -X github.com/prometheus/common/version.Version=$$(cat $$($(GO) list -m -f '{{.Dir}}' $(PROMTOOL_MODULE))/VERSION) \
+	-X github.com/prometheus/common/version.Revision=$(PROMTOOL_VERSION) -X github.com/prometheus/common/version.Branch=HEAD
+$(PROMTOOL): $(BIN_DIR)/.promtool-$(PROMTOOL_VERSION).stamp $(TOOLS_DIR)/promtool/go.mod $(TOOLS_DIR)/promtool/go.sum
+	$(call check-pin,$(TOOLS_DIR)/promtool,$(PROMTOOL_MODULE),$(PROMTOOL_VERSION))
+	cd $(TOOLS_DIR)/promtool && \
+	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -tags remove_all_sd -ldflags "$(PROMTOOL_LDFLAGS)" \
+		-o $@ $(PROMTOOL_MODULE)/cmd/promtool
 	@touch $@
 
 # kwok simulates nothing without stages: write kwok's own (node ready and

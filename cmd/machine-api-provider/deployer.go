@@ -44,6 +44,13 @@ and the cluster's trusted CA bundle, which the network operator injects into
 the ConfigMap machine-api-provider-trusted-ca the deployer creates; a change
 of either rolls the controllers.
 
+The manager's flags are set in the ConfigMap machine-api-provider-config of
+the namespace (each key a flag of "machine-api-provider manager" without the
+dashes); the deployer checks them as the manager would and rolls the
+controllers, or refuses them with a Warning event and keeps the running
+configuration. The manager reads its default credentials from the secret
+--credentials-secret at every use: replacing the secret needs no restart.
+
 Where the operator runs its own machine-api-controllers (a platform it
 supports), the deployer stands back and says so in the ConfigMap
 machine-api-provider-deployer-status and in an event.`,
@@ -56,8 +63,7 @@ machine-api-provider-deployer-status and in an event.`,
 
   # on Exoscale: applies machine-api-controllers-exoscale
   machine-api-provider deployer --provider-image "$PROVIDER_IMAGE" --cloud exoscale \
-    --service-account machine-api-controllers-exoscale --credentials-secret exoscale-credentials \
-    --credentials-env EXOSCALE_API_KEY=api-key,EXOSCALE_API_SECRET=api-secret`,
+    --service-account machine-api-controllers-exoscale --credentials-secret exoscale-credentials`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := newLogger(&zapOpts)
@@ -67,13 +73,7 @@ machine-api-provider-deployer-status and in an event.`,
 			if o.ProviderImage == "" {
 				return errors.New("--provider-image (or $PROVIDER_IMAGE) is required: the image the machine-controller runs")
 			}
-			for _, kv := range credentialsEnv {
-				name, key, ok := strings.Cut(kv, "=")
-				if !ok || name == "" || key == "" {
-					return fmt.Errorf("--credentials-env %q: want ENV=key, e.g. EXOSCALE_API_KEY=api-key", kv)
-				}
-				o.CredentialsEnv = append(o.CredentialsEnv, deployer.CredentialEnv{Name: name, Key: key})
-			}
+			o.CheckManagerArgs = checkManagerArgs
 			for _, kv := range providerEnv {
 				name, value, ok := strings.Cut(kv, "=")
 				if !ok || name == "" {
@@ -98,10 +98,13 @@ machine-api-provider-deployer-status and in an event.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Namespace, "namespace", deployer.DefaultNamespace, "namespace of the machine-api-operator's images ConfigMap and of the Deployment")
 	f.StringVar(&o.ProviderImage, "provider-image", os.Getenv("PROVIDER_IMAGE"), "image of this provider, run as the machine-controller (default $PROVIDER_IMAGE)")
-	f.StringVar(&o.TokenSecret, "token-secret", "cloudscale-token", "secret whose key \"token\" is the provider's default cloudscale.ch API token (optional: Machines may name their own)")
-	f.StringVar(&o.TokenSecret, "credentials-secret", "cloudscale-token", "the same as --token-secret: the secret holding the provider's default credentials, its keys mapped by --credentials-env")
+	f.StringVar(&o.TokenSecret, "token-secret", "cloudscale-token", "the same as --credentials-secret")
+	f.StringVar(&o.TokenSecret, "credentials-secret", "cloudscale-token", "secret holding the provider's default credentials (cloudscale.ch: key token; Exoscale: api-key and api-secret), read by the manager at every use (optional: Machines may name their own)")
 	f.StringVar(&o.Cloud, "cloud", "", "the cloud the provider's manager runs for, as its --cloud; it names the Deployment machine-api-controllers-<cloud> (default: the manager's, cloudscale)")
-	f.StringSliceVar(&credentialsEnv, "credentials-env", nil, "ENV=key: the credentials secret's key handed to the provider as ENV (default CLOUDSCALE_API_TOKEN=token; Exoscale: EXOSCALE_API_KEY=api-key,EXOSCALE_API_SECRET=api-secret)")
+	// Before the manager read its default credentials from the secret,
+	// the deployer mapped the secret's keys to environment variables.
+	f.StringSliceVar(&credentialsEnv, "credentials-env", nil, "ignored: the manager reads the keys of --credentials-secret itself")
+	_ = f.MarkDeprecated("credentials-env", "the manager reads the secret's keys itself (cloudscale.ch: token; Exoscale: api-key, api-secret)")
 	f.StringSliceVar(&providerEnv, "provider-env", nil, "NAME=value: further environment of the provider, e.g. EXOSCALE_API_ENDPOINT=https://...")
 	f.StringVar(&o.ServiceAccount, "service-account", "machine-api-controllers", "service account of the controllers (config/ installs machine-api-controllers-<cloud> and sets it)")
 	f.StringVar(&o.CloudscaleAPIURL, "cloudscale-api-url", "", "cloudscale.ch API base URL handed to the provider (default: the real API)")

@@ -4,15 +4,19 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/userdata"
 )
@@ -26,8 +30,11 @@ func managerCommand() *cobra.Command {
 		// cloudTimeout bounds each cloud API call, for every cloud.
 		cloudTimeout time.Duration
 		exoAPI       string
-		zapOpts      zap.Options
-		userData     = userdata.Renderer{MemoryLimit: userdata.DefaultMemoryLimit}
+		// defaultSecret names the secret of the default credentials,
+		// "name" (in --namespace) or "namespace/name".
+		defaultSecret string
+		zapOpts       zap.Options
+		userData      = userdata.Renderer{MemoryLimit: userdata.DefaultMemoryLimit}
 	)
 	cmd := &cobra.Command{
 		Use:   "manager",
@@ -61,34 +68,37 @@ output to the log.`,
   # on Exoscale
   EXOSCALE_API_KEY=EXO... EXOSCALE_API_SECRET=... machine-api-provider manager --cloud exoscale`,
 		Args: cobra.NoArgs,
+		// The checks that need nothing but the flags: the deployer runs
+		// them too, on the flags a cluster's ConfigMap sets
+		// (checkManagerArgs), so that it never rolls out a manager that
+		// would not start.
+		PreRunE: func(*cobra.Command, []string) error {
+			return checkManagerFlags(cloudName, cloudTimeout, defaultSecret, &o, &userData)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := newLogger(&zapOpts)
 			ctrl.SetLogger(log)
 			klog.SetLogger(log)
 			o.Log = log
 			o.UserDataRenderer = &userData
+			secret := secretRef(defaultSecret, o.Namespace)
 			switch cloudName {
 			case "cloudscale":
-				cs := cscloud.New(cscloud.Options{BaseURL: apiURL, HTTPClient: &http.Client{Timeout: cloudTimeout}})
+				cs := cscloud.New(cscloud.Options{BaseURL: apiURL, HTTPClient: &http.Client{Timeout: cloudTimeout}, DefaultSecret: secret})
 				if err := cs.Check(); err != nil {
 					return err
 				}
 				o.Cloud = cs
 			case "exoscale":
-				exo := exocloud.New(exocloud.Options{APIEndpoint: exoAPI})
+				exo := exocloud.New(exocloud.Options{APIEndpoint: exoAPI, DefaultSecret: secret})
 				if err := exo.Check(); err != nil {
 					return err
 				}
 				o.Cloud = exo
-			default:
-				return fmt.Errorf("--cloud %q: the clouds are: cloudscale, exoscale", cloudName)
 			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return err
-			}
-			if o.Actuator.CreateGrace <= cloudTimeout {
-				return fmt.Errorf("--create-grace (%s) must be longer than --cloud-api-timeout (%s): a create given up on can still make its server until the grace period ends", o.Actuator.CreateGrace, cloudTimeout)
 			}
 			if o.CloudRateLimit.QPS > 0 && o.CloudRateLimit.Burst == 0 {
 				o.CloudRateLimit.Burst = int(2 * o.CloudRateLimit.QPS)
@@ -109,6 +119,7 @@ output to the log.`,
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	f.StringVar(&apiURL, "cloudscale-api-url", os.Getenv("CLOUDSCALE_API_URL"), "cloudscale.ch API base URL (default $CLOUDSCALE_API_URL, else the real API)")
 	f.StringVar(&exoAPI, "exoscale-api-endpoint", os.Getenv(exocloud.EnvAPIEndpoint), "Exoscale API endpoint whose zone list names every zone's endpoint (default $EXOSCALE_API_ENDPOINT, else "+exocloud.DefaultEndpoint+")")
+	f.StringVar(&defaultSecret, "default-credentials-secret", "", "secret holding the default credentials (cloudscale.ch: key token; Exoscale: api-key and api-secret), \"name\" in --namespace or \"namespace/name\", read at every use, so that replacing it takes effect without a restart (instead of the environment's)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machines, MachineSets and secrets to manage (\"\" for all)")
 	f.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 20, "Machines reconciled at once")
@@ -136,4 +147,84 @@ output to the log.`,
 	// zap registers Go flags (--zap-log-level, …); hand them to cobra.
 	bindLogFlags(f, &zapOpts)
 	return cmd
+}
+
+// checkManagerFlags refuses flag values the manager cannot run with, before
+// anything starts.
+func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecret string, o *manager.Options, userData *userdata.Renderer) error {
+	switch cloudName {
+	case "cloudscale", "exoscale":
+	default:
+		return fmt.Errorf("--cloud %q: the clouds are: cloudscale, exoscale", cloudName)
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"cloud-api-timeout", cloudTimeout}, {"create-grace", o.Actuator.CreateGrace}, {"sync-period", o.SyncPeriod},
+		{"server-view-refresh", o.ServerViewRefresh}, {"janitor-interval", o.Janitor.Interval}, {"user-data-timeout", userData.Timeout},
+		{"leader-elect-lease-duration", o.LeaseDuration}, {"leader-elect-renew-deadline", o.RenewDeadline}, {"leader-elect-retry-period", o.RetryPeriod},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("--%s (%s) must be positive", d.flag, d.v)
+		}
+	}
+	for _, n := range []struct {
+		flag string
+		v    float64
+		min  float64
+	}{
+		{"max-concurrent-reconciles", float64(o.MaxConcurrentReconciles), 1}, {"max-concurrent-creates", float64(o.MaxConcurrentCreates), 1},
+		{"user-data-max-concurrent", float64(userData.MaxConcurrent), 1},
+		{"kube-api-qps", float64(o.KubeAPIQPS), 0}, {"kube-api-burst", float64(o.KubeAPIBurst), 0},
+		{"cloud-api-qps", o.CloudRateLimit.QPS, 0}, {"cloud-api-burst", float64(o.CloudRateLimit.Burst), 0},
+	} {
+		if n.v < n.min {
+			return fmt.Errorf("--%s (%v) must be at least %v", n.flag, n.v, n.min)
+		}
+	}
+	if o.Actuator.CreateGrace <= cloudTimeout {
+		return fmt.Errorf("--create-grace (%s) must be longer than --cloud-api-timeout (%s): a create given up on can still make its server until the grace period ends", o.Actuator.CreateGrace, cloudTimeout)
+	}
+	if d := o.Janitor.DeleteOrphansAfter; d < 0 || (d > 0 && d < janitor.MinDeleteOrphansAfter) {
+		return fmt.Errorf("--delete-orphans-after (%s) must be 0 (only report orphans) or at least %s", d, janitor.MinDeleteOrphansAfter)
+	}
+	if o.RenewDeadline >= o.LeaseDuration {
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.RenewDeadline, o.LeaseDuration)
+	}
+	if defaultSecret != "" {
+		parts := strings.Split(defaultSecret, "/")
+		for _, p := range parts {
+			if len(parts) > 2 || len(validation.IsDNS1123Subdomain(p)) > 0 {
+				return fmt.Errorf("--default-credentials-secret %q: want a secret's name, or namespace/name", defaultSecret)
+			}
+		}
+	}
+	return nil
+}
+
+// secretRef resolves --default-credentials-secret: a bare name is in the
+// manager's namespace (openshift-machine-api when it watches all).
+func secretRef(s, namespace string) types.NamespacedName {
+	if s == "" {
+		return types.NamespacedName{}
+	}
+	if ns, name, ok := strings.Cut(s, "/"); ok {
+		return types.NamespacedName{Namespace: ns, Name: name}
+	}
+	if namespace == "" {
+		namespace = manager.DefaultNamespace
+	}
+	return types.NamespacedName{Namespace: namespace, Name: s}
+}
+
+// checkManagerArgs parses args as the manager's flags and runs the
+// manager's own checks on them: what the deployer rolls out for the
+// manager must start. Unknown flags and unparsable values are errors too.
+func checkManagerArgs(args []string) error {
+	cmd := managerCommand()
+	if err := cmd.ParseFlags(args); err != nil {
+		return err
+	}
+	return cmd.PreRunE(cmd, nil)
 }

@@ -50,6 +50,7 @@ func isInvalid(err error) bool {
 // data; every message is bounded (cloud.Truncate), so no status write can
 // grow past the API server's limits.
 func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
+	countFailure(m, reason, err)
 	var (
 		inv       *invalidError
 		cinv      *cloud.InvalidConfigError

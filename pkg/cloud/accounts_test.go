@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -18,7 +19,10 @@ func (c *countingCloud) ParseSpec(machinev1.ProviderSpec, *field.Path) (Spec, fi
 func (c *countingCloud) CredentialsSecretOf(machinev1.ProviderSpec) (string, bool) { return "", true }
 func (c *countingCloud) CredentialKeys() []string                                  { return []string{"token"} }
 func (c *countingCloud) DefaultCredentials() *Credentials                          { return nil }
-func (c *countingCloud) DefaultRateLimit() RateLimit                               { return RateLimit{QPS: 1, Burst: 1} }
+func (c *countingCloud) DefaultCredentialsSecret() types.NamespacedName {
+	return types.NamespacedName{}
+}
+func (c *countingCloud) DefaultRateLimit() RateLimit { return RateLimit{QPS: 1, Burst: 1} }
 func (c *countingCloud) NewClient(Credentials, *Gate) (Client, error) {
 	c.made++
 	return &listClient{}, nil

@@ -17,6 +17,7 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -45,6 +46,13 @@ type Cloud interface {
 	// environment), used for Machines whose spec names no secret; nil when
 	// the manager has none.
 	DefaultCredentials() *Credentials
+	// DefaultCredentialsSecret names the Secret the manager's default
+	// credentials are read from instead (--default-credentials-secret),
+	// with the keys of CredentialKeys; the zero value when they come from
+	// the environment. It is read at every use, as a secret a spec names
+	// is, so that replacing it takes effect with the next call, without a
+	// restart.
+	DefaultCredentialsSecret() types.NamespacedName
 	// NewClient returns a client acting with creds. Every API call it makes
 	// passes gate first (see Call). Clients are kept per account by
 	// Accounts: never call this for each reconcile.

@@ -83,21 +83,35 @@ func (e *CredentialsError) Error() string {
 	}
 }
 
+// DefaultSecretField names the manager's default credentials secret in
+// messages, as the flag that names it.
+const DefaultSecretField = "the manager's default credentials, --default-credentials-secret"
+
 // ReadCredentials returns the credentials a spec names: the secret
 // secretName in namespace, read through r (give it an uncached reader: the
 // provider reads only the secrets Machines name, and keeps no informer on
-// Secrets), or the cloud's default credentials when the spec names none.
+// Secrets), or the cloud's default credentials when the spec names none:
+// the manager's default secret (read here, every time, so that a replaced
+// secret counts for the next call) or else its environment.
 // A named secret that is missing, lacks a key or holds an unusable value is
 // an error naming it, never a reason to use the default instead. field is
 // the spec field that names the secret, for messages.
 func ReadCredentials(ctx context.Context, r client.Reader, c Cloud, namespace, secretName, field string) (Credentials, error) {
 	if secretName == "" {
+		if ref := c.DefaultCredentialsSecret(); ref.Name != "" {
+			return readSecret(ctx, r, c, ref.Namespace, ref.Name, DefaultSecretField)
+		}
 		if d := c.DefaultCredentials(); d != nil {
 			return *d, nil
 		}
 		return Credentials{}, &CredentialsError{Field: field, Problem: fmt.Sprintf(
 			"the provider spec names no %s and the manager was started without default %s credentials: name a secret in %s", field, c.Name(), field)}
 	}
+	return readSecret(ctx, r, c, namespace, secretName, field)
+}
+
+// readSecret reads the cloud's credentials from a secret.
+func readSecret(ctx context.Context, r client.Reader, c Cloud, namespace, secretName, field string) (Credentials, error) {
 	ref := namespace + "/" + secretName
 	var s corev1.Secret
 	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: secretName}, &s); err != nil {

@@ -179,6 +179,9 @@ func (g *Gate) Observe(err error) {
 }
 
 func (g *Gate) close(until time.Time, cause error) {
+	if !g.now().Before(g.closedUntil) {
+		observeClosure(g.cloud, cause)
+	}
 	if until.After(g.closedUntil) {
 		g.closedUntil, g.cause = until, cause
 	}

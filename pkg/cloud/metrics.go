@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,10 +23,24 @@ var (
 		Name: "machine_api_provider_cloud_requests_held_total",
 		Help: "Cloud API calls the account's gate held back without calling, by cloud and reason (rate_limited, auth, canceled).",
 	}, []string{"cloud", "reason"})
+	gateClosures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_provider_cloud_gate_closures_total",
+		Help: "Times an account's gate closed (every call of the account held back), by cloud and reason (rate_limited: a 429; auth: refused credentials).",
+	}, []string{"cloud", "reason"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld)
+	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld, gateClosures)
+}
+
+// observeClosure counts a gate that was open closing for cause.
+func observeClosure(cloudName string, cause error) {
+	reason := "rate_limited"
+	var auth *AuthError
+	if errors.As(cause, &auth) {
+		reason = "auth"
+	}
+	gateClosures.WithLabelValues(cloudName, reason).Inc()
 }
 
 func observeCall(cloudName, op string, start time.Time, err error) {
@@ -46,12 +61,17 @@ func observeHeld(cloudName, _ string, err error) {
 	cloudHeld.WithLabelValues(cloudName, reason).Inc()
 }
 
-// Result names the class of a call's outcome, for metrics.
+// Result names the class of a call's outcome, for metrics and the alerts
+// on them (config/prometheus): ok, not_found, invalid (the cloud refused
+// the request as made), unauthorized (it refused the credentials: 401),
+// forbidden (it refused the operation to these credentials: 403),
+// rate_limited (429), retryable (5xx, timeouts, lost answers) or error.
 func Result(err error) string {
 	var (
 		invalid   *InvalidConfigError
 		retryable *RetryableError
 		auth      *AuthError
+		api       *APIError
 	)
 	switch {
 	case err == nil:
@@ -60,8 +80,12 @@ func Result(err error) string {
 		return "not_found"
 	case errors.As(err, &invalid):
 		return "invalid"
+	case errors.As(err, &auth) && auth.Status == http.StatusForbidden:
+		return "forbidden"
 	case errors.As(err, &auth):
-		return "auth"
+		return "unauthorized"
+	case errors.As(err, &retryable) && errors.As(err, &api) && api.Status == http.StatusTooManyRequests:
+		return "rate_limited"
 	case errors.As(err, &retryable):
 		return "retryable"
 	default:

@@ -31,6 +31,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
+	"github.com/appuio/machine-api-provider/pkg/metrics"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
 	"github.com/appuio/machine-api-provider/pkg/userdata"
 	"github.com/appuio/machine-api-provider/pkg/webhooks"
@@ -222,6 +223,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := mgr.Add(jan); err != nil {
+		return nil, err
+	}
+	// the Machines by phase for the alerts and the dashboard
+	if err := mgr.Add(&metrics.MachineWatch{
+		Cache: mgr.GetCache(), Reader: mgr.GetClient(), Namespace: o.Namespace,
+		Cloud: o.Cloud.Name(), SpecKind: o.Cloud.SpecKind(),
+	}); err != nil {
 		return nil, err
 	}
 	gate, err := FeatureGate()

@@ -22,7 +22,6 @@ func TestExoscaleOverlay(t *testing.T) {
 		"--service-account=machine-api-controllers-exoscale",
 		"--cloud=exoscale",
 		"--credentials-secret=exoscale-credentials",
-		"--credentials-env=EXOSCALE_API_KEY=api-key,EXOSCALE_API_SECRET=api-secret",
 	} {
 		if !slices.Contains(args, want) {
 			t.Errorf("the deployer's args %v lack %s", args, want)
@@ -63,8 +62,7 @@ func TestOverlaysDifferOnlyInTheCloud(t *testing.T) {
 	// The deployer's configuration: cloudscale.ch's token secret gives way
 	// to Exoscale's cloud and credentials.
 	wantArgs := slices.DeleteFunc(deployerArgs(t, objectsOf(want)), func(a string) bool { return a == "--token-secret=cloudscale-token" })
-	wantArgs = append(wantArgs, "--cloud=exoscale", "--credentials-secret=exoscale-credentials",
-		"--credentials-env=EXOSCALE_API_KEY=api-key,EXOSCALE_API_SECRET=api-secret")
+	wantArgs = append(wantArgs, "--cloud=exoscale", "--credentials-secret=exoscale-credentials")
 	if gotArgs := deployerArgs(t, objectsOf(got)); !slices.Equal(gotArgs, wantArgs) {
 		t.Errorf("the deployer's args:\n  %v\nwant\n  %v", gotArgs, wantArgs)
 	}

@@ -41,6 +41,21 @@ const Namespace = "openshift-machine-api"
 // the deployer's --service-account.
 const DeployerSA = "machine-api-provider-deployer"
 
+// openShiftNamespaces are the namespaces an OpenShift cluster has that the
+// overlays install into: the Machine API's, and openshift-config-managed,
+// where the console reads dashboards.
+func openShiftNamespaces() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, name := range []string{Namespace, "openshift-config-managed"} {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(name)
+		out = append(out, ns)
+	}
+	return out
+}
+
 // fieldOwner is the field manager of the test's applies.
 const fieldOwner = "machine-api-provider-manifests-test"
 
@@ -195,17 +210,16 @@ func served(c client.Client, u *unstructured.Unstructured) (bool, error) {
 // server-side apply as a dry run against a real kube-apiserver: the API
 // server's validation, defaulting and (for RBAC) escalation checks all run,
 // nothing is stored. The namespace exists, as it would on the cluster.
-// Kinds the control plane does not serve (the ServiceMonitor: its CRD comes
-// with the Prometheus operator) are checked by TestServiceMonitor instead.
+// Kinds the control plane does not serve (the ServiceMonitor and the
+// PrometheusRule: their CRDs come with the Prometheus operator) are checked
+// by TestServiceMonitor and TestAlertRules instead.
 func TestServerSideDryRun(t *testing.T) {
 	_, c := testenv.Start(t)
 	ctx := context.Background()
-	ns := &unstructured.Unstructured{}
-	ns.SetAPIVersion("v1")
-	ns.SetKind("Namespace")
-	ns.SetName(Namespace)
-	if err := apply(ctx, c, ns, false); err != nil {
-		t.Fatal(err)
+	for _, ns := range openShiftNamespaces() {
+		if err := apply(ctx, c, ns, false); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, k := range kustomizations {
 		t.Run(strings.ReplaceAll(k, "/", "-"), func(t *testing.T) {
@@ -217,7 +231,7 @@ func TestServerSideDryRun(t *testing.T) {
 					t.Fatalf("%s: %v", describe(u), err)
 				}
 				if !ok {
-					if u.GetKind() != "ServiceMonitor" {
+					if u.GroupVersionKind().Group != "monitoring.coreos.com" {
 						t.Errorf("%s: kind %s is not served by a plain kube-apiserver", describe(u), u.GroupVersionKind())
 					}
 					continue
@@ -248,8 +262,12 @@ func TestNamespaces(t *testing.T) {
 					t.Errorf("config/%s: %s has a namespace", k, describe(u))
 				}
 			default:
-				if u.GetNamespace() != Namespace {
-					t.Errorf("config/%s: %s is not in %s", k, describe(u), Namespace)
+				want := Namespace
+				if u.GetKind() == "ConfigMap" && u.GetName() == "machine-api-provider-dashboard" {
+					want = "openshift-config-managed" // where the console reads dashboards
+				}
+				if u.GetNamespace() != want {
+					t.Errorf("config/%s: %s is not in %s", k, describe(u), want)
 				}
 			}
 		}
@@ -258,6 +276,7 @@ func TestNamespaces(t *testing.T) {
 			// A plain cluster: CRDs and namespace; no ServiceMonitor and no
 			// webhooks (no Prometheus operator, no service CA).
 			if kinds["CustomResourceDefinition"] != 3 || kinds["Namespace"] != 1 || kinds["ServiceMonitor"] != 0 ||
+				kinds["PrometheusRule"]+kinds["NetworkPolicy"] != 0 ||
 				kinds["MutatingWebhookConfiguration"]+kinds["ValidatingWebhookConfiguration"] != 0 {
 				t.Errorf("config/default: kinds %v, want 3 CRDs, the Namespace, no ServiceMonitor, no webhooks", kinds)
 			}
@@ -265,8 +284,9 @@ func TestNamespaces(t *testing.T) {
 			// OpenShift: it has the CRDs and the namespace, and a service
 			// CA for the webhooks.
 			if kinds["CustomResourceDefinition"] != 0 || kinds["Namespace"] != 0 || kinds["ServiceMonitor"] != 1 ||
+				kinds["PrometheusRule"] != 1 || kinds["NetworkPolicy"] != 1 ||
 				kinds["MutatingWebhookConfiguration"] != 1 || kinds["ValidatingWebhookConfiguration"] != 1 {
-				t.Errorf("config/%s: kinds %v, want no CRD, no Namespace, one ServiceMonitor, the webhook configurations", k, kinds)
+				t.Errorf("config/%s: kinds %v, want no CRD, no Namespace, one ServiceMonitor, PrometheusRule and NetworkPolicy, the webhook configurations", k, kinds)
 			}
 		}
 	}
@@ -781,11 +801,8 @@ func install(t testing.TB, c client.Client, objs []*unstructured.Unstructured) {
 	}
 	var all []*unstructured.Unstructured
 	if !has("Namespace") {
-		ns := &unstructured.Unstructured{}
-		ns.SetAPIVersion("v1")
-		ns.SetKind("Namespace")
-		ns.SetName(Namespace)
-		all = append(all, ns)
+		// OpenShift's, where the overlays install
+		all = append(all, openShiftNamespaces()...)
 	}
 	if !has("CustomResourceDefinition") {
 		all = append(all, render(t, "crd")...)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
@@ -48,17 +49,22 @@ type Options struct {
 	HTTPClient *http.Client
 	// RateLimit overrides DefaultRateLimit.
 	RateLimit cloud.RateLimit
+	// DefaultSecret, when named, holds the default token under "token"
+	// instead of DefaultToken and $CLOUDSCALE_API_TOKEN, read at every use
+	// (cloud.ReadCredentials): a replaced token counts for the next call.
+	DefaultSecret types.NamespacedName
 }
 
 // Cloud is cloudscale.ch.
 type Cloud struct {
-	baseURL      *url.URL
-	rawBaseURL   string
-	baseURLErr   error
-	defaultCreds *cloud.Credentials
-	defaultErr   error
-	httpClient   *http.Client
-	rateLimit    cloud.RateLimit
+	baseURL       *url.URL
+	rawBaseURL    string
+	baseURLErr    error
+	defaultCreds  *cloud.Credentials
+	defaultSecret types.NamespacedName
+	defaultErr    error
+	httpClient    *http.Client
+	rateLimit     cloud.RateLimit
 }
 
 var (
@@ -83,12 +89,16 @@ func New(opts Options) *Cloud {
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
-	c := &Cloud{rawBaseURL: base, rateLimit: opts.RateLimit}
+	c := &Cloud{rawBaseURL: base, rateLimit: opts.RateLimit, defaultSecret: opts.DefaultSecret}
 	token, source := opts.DefaultToken, "the manager's default token"
 	if token == "" {
 		token, source = os.Getenv(EnvAPIToken), "$"+EnvAPIToken+" (the manager's default token)"
 	}
-	if token != "" {
+	switch {
+	case token != "" && opts.DefaultSecret.Name != "":
+		// one default, used exactly as named
+		c.defaultErr = fmt.Errorf("the default cloudscale.ch API token comes from %s and from secret %s: give only one", source, opts.DefaultSecret)
+	case token != "":
 		if problem := cloud.CheckCredentialValue(token); problem != "" {
 			c.defaultErr = fmt.Errorf("the default cloudscale.ch API token (%s) is unusable: %s", source, problem)
 		} else {
@@ -159,6 +169,9 @@ func (c *Cloud) CredentialKeys() []string { return []string{TokenKey} }
 
 // DefaultCredentials are the manager's default token, if it has one.
 func (c *Cloud) DefaultCredentials() *cloud.Credentials { return c.defaultCreds }
+
+// DefaultCredentialsSecret is Options.DefaultSecret.
+func (c *Cloud) DefaultCredentialsSecret() types.NamespacedName { return c.defaultSecret }
 
 // DefaultRateLimit is 50 calls per second with bursts of 100 per token:
 // cloudscale.ch publishes no limit; this keeps ten concurrent reconciles of

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
@@ -60,16 +61,23 @@ type Options struct {
 	HTTPClient *http.Client
 	// RateLimit overrides DefaultRateLimit.
 	RateLimit cloud.RateLimit
+	// DefaultSecret, when named, holds the default API key and secret
+	// under "api-key" and "api-secret" instead of DefaultAPIKey,
+	// DefaultAPISecret and the environment, read at every use
+	// (cloud.ReadCredentials): replaced credentials count for the next
+	// call.
+	DefaultSecret types.NamespacedName
 }
 
 // Cloud is Exoscale.
 type Cloud struct {
-	endpoint     string
-	endpointErr  error
-	defaultCreds *cloud.Credentials
-	defaultErr   error
-	httpClient   *http.Client
-	rateLimit    cloud.RateLimit
+	endpoint      string
+	endpointErr   error
+	defaultCreds  *cloud.Credentials
+	defaultSecret types.NamespacedName
+	defaultErr    error
+	httpClient    *http.Client
+	rateLimit     cloud.RateLimit
 	// zones are the zones the specs this process parsed name: every
 	// Machine's spec is parsed before its servers are looked up, so they
 	// are the zones a cluster's lists must cover (zones.go).
@@ -94,7 +102,7 @@ func New(opts Options) *Cloud {
 		ep = DefaultEndpoint
 	}
 	ep = strings.TrimSuffix(ep, "/")
-	c := &Cloud{endpoint: ep, rateLimit: opts.RateLimit, zones: newZoneSet()}
+	c := &Cloud{endpoint: ep, rateLimit: opts.RateLimit, zones: newZoneSet(), defaultSecret: opts.DefaultSecret}
 	if u, err := url.Parse(ep); err != nil {
 		c.endpointErr = err
 	} else if u.Scheme == "" || u.Host == "" {
@@ -107,6 +115,9 @@ func New(opts Options) *Cloud {
 	}
 	switch {
 	case key == "" && secret == "":
+	case opts.DefaultSecret.Name != "":
+		// one default, used exactly as named
+		c.defaultErr = fmt.Errorf("the default Exoscale credentials come from %s and from secret %s: give only one", source, opts.DefaultSecret)
 	case key == "":
 		c.defaultErr = fmt.Errorf("the default Exoscale credentials (%s) have a secret but no API key", source)
 	case secret == "":
@@ -188,6 +199,9 @@ func (c *Cloud) CredentialKeys() []string { return []string{KeyAPIKey, KeyAPISec
 // DefaultCredentials are the manager's default API key and secret, if it
 // has them.
 func (c *Cloud) DefaultCredentials() *cloud.Credentials { return c.defaultCreds }
+
+// DefaultCredentialsSecret is Options.DefaultSecret.
+func (c *Cloud) DefaultCredentialsSecret() types.NamespacedName { return c.defaultSecret }
 
 // DefaultRateLimit is 50 calls per second with bursts of 100 per account,
 // as for cloudscale.ch: Exoscale publishes no per-organization figure we

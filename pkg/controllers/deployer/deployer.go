@@ -117,8 +117,10 @@ type Options struct {
 	Namespace string
 	// ProviderImage is the image of this provider (required).
 	ProviderImage string
-	// TokenSecret holds the default cloudscale.ch API token under key
-	// "token". Default cloudscale-token.
+	// TokenSecret holds the provider's default credentials, which the
+	// manager reads at every use (--default-credentials-secret), under
+	// the keys of the cloud's credentials secrets. Default
+	// cloudscale-token.
 	TokenSecret string
 	// ServiceAccount of the controllers. Default machine-api-controllers,
 	// which the machine-api-operator's manifests create and bind on every
@@ -126,12 +128,16 @@ type Options struct {
 	ServiceAccount string
 	// CloudscaleAPIURL is handed to the provider when set.
 	CloudscaleAPIURL string
-	// Cloud, CredentialsEnv and ProviderEnv configure the provider for
-	// another cloud than cloudscale.ch (see Spec). Cloud names the
-	// Deployment (DeploymentName).
-	Cloud          string
-	CredentialsEnv []CredentialEnv
-	ProviderEnv    []corev1.EnvVar
+	// Cloud and ProviderEnv configure the provider for another cloud than
+	// cloudscale.ch (see Spec). Cloud names the Deployment
+	// (DeploymentName).
+	Cloud       string
+	ProviderEnv []corev1.EnvVar
+	// CheckManagerArgs parses a command line of the manager and runs the
+	// manager's own checks on it (the manager command provides it): the
+	// flags of ManagerConfigMap are applied only when it passes. Without
+	// it, the ConfigMap's flags are refused.
+	CheckManagerArgs func(args []string) error
 	// WithoutMachineHealthCheck leaves the machine-healthcheck controller
 	// out.
 	WithoutMachineHealthCheck bool
@@ -169,6 +175,9 @@ type Reconciler struct {
 	// versionServed: the API server serves config.openshift.io
 	// ClusterVersions.
 	versionServed bool
+	// managerConfigReader reads ManagerConfigMap (a cache of its own once
+	// set up with a manager).
+	managerConfigReader client.Reader
 }
 
 // New returns a Reconciler that reads the watched objects with c (a cached
@@ -186,7 +195,7 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 	if reader == nil {
 		reader = c
 	}
-	return &Reconciler{client: c, reader: reader, recorder: recorder, opts: opts, egress: c}, nil
+	return &Reconciler{client: c, reader: reader, recorder: recorder, opts: opts, egress: c, managerConfigReader: c}, nil
 }
 
 // +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=configmaps,verbs=get;list;watch;create;patch
@@ -216,7 +225,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.egress, r.proxyServed, r.versionServed = egress, served, versionServed
+	managerConfig, err := newConfigMapCache(mgr, r.opts.Namespace, ManagerConfigMap)
+	if err != nil {
+		return err
+	}
+	r.egress, r.proxyServed, r.versionServed, r.managerConfigReader = egress, served, versionServed, managerConfig
 	if !served {
 		mgr.GetLogger().Info("The API server serves no config.openshift.io Proxy: no cluster-wide proxy for the provider")
 	}
@@ -252,7 +265,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			q.Add(reconcile.Request{NamespacedName: key})
 			return nil
 		})).
-		WatchesRawSource(source.Kind[client.Object](egress, &corev1.ConfigMap{}, toKey))
+		WatchesRawSource(source.Kind[client.Object](egress, &corev1.ConfigMap{}, toKey)).
+		WatchesRawSource(source.Kind[client.Object](managerConfig, &corev1.ConfigMap{}, toKey))
 	if served {
 		b = b.WatchesRawSource(source.Kind[client.Object](egress, &configv1.Proxy{}, toKey))
 	}
@@ -322,7 +336,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		releaseCond.Status = metav1.ConditionTrue
 	}
 
-	d := Deployment(Spec{
+	spec := Spec{
 		Namespace:                 ns,
 		Images:                    images,
 		ImagesHash:                HashImages(data),
@@ -332,12 +346,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		CloudscaleAPIURL:          r.opts.CloudscaleAPIURL,
 		WithoutMachineHealthCheck: r.opts.WithoutMachineHealthCheck,
 		Cloud:                     r.opts.Cloud,
-		CredentialsEnv:            r.opts.CredentialsEnv,
 		ProviderEnv:               r.opts.ProviderEnv,
 		Proxy:                     proxy,
 		TrustedCAHash:             caHash,
 		Release:                   release,
-	})
+	}
+	managerConfig, valid, configReason, configMessage, err := r.managerConfig(ctx, machineContainer(spec).Args)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	spec.ManagerConfig = managerConfig
+	configCond := metav1.Condition{Type: ConditionManagerConfigValid, Status: metav1.ConditionFalse, Reason: configReason, Message: configMessage}
+	if valid {
+		configCond.Status = metav1.ConditionTrue
+	}
+	d := Deployment(spec)
 	if err := r.apply(ctx, d); err != nil {
 		if rerr := r.reportOnly(ctx, false, ReasonApplyFailed, fmt.Sprintf("applying Deployment %s/%s: %v", ns, d.Name, err)); rerr != nil {
 			log.FromContext(ctx).Error(rerr, "Writing the status failed")
@@ -347,7 +370,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	_, err = r.report(ctx, true, ReasonApplied, fmt.Sprintf(
 		"Deployment %s/%s applied for OpenShift %s (%s): machine-api-operator %s, kube-rbac-proxy %s, provider %s; %s; %s",
 		ns, d.Name, release, release.Describe(), images.MachineAPIOperator, images.KubeRBACProxy, r.opts.ProviderImage,
-		proxy.describe(), describeTrustedCA(caHash)), releaseCond)
+		proxy.describe(), describeTrustedCA(caHash)), releaseCond, configCond)
 	return ctrl.Result{}, err
 }
 
@@ -430,6 +453,7 @@ func (r *Reconciler) report(ctx context.Context, deployed bool, reason, message 
 			changed = append(changed, c)
 		}
 	}
+	r.exportConditions(conds)
 	if len(changed) == 0 {
 		return cm, nil
 	}

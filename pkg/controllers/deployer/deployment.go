@@ -64,9 +64,11 @@ type Spec struct {
 	ImagesHash string
 	// ProviderImage runs this provider's manager as the machine-controller.
 	ProviderImage string
-	// TokenSecret names the secret whose key "token" becomes the provider's
-	// default cloudscale.ch API token. The reference is optional: Machines
-	// may name their own token secret instead.
+	// TokenSecret names the secret holding the provider's default
+	// credentials (cloudscale.ch: key "token"; Exoscale: "api-key" and
+	// "api-secret"), which the manager reads at every use
+	// (--default-credentials-secret), so that replacing it needs no
+	// restart. Machines may name their own secret instead.
 	TokenSecret string
 	// ServiceAccount the pods run as.
 	ServiceAccount string
@@ -80,11 +82,6 @@ type Spec struct {
 	// manager's default (DefaultCloud). It names the Deployment
 	// (DeploymentName).
 	Cloud string
-	// CredentialsEnv maps TokenSecret's keys to the environment variables
-	// the provider reads its default credentials from; empty: key "token"
-	// as CLOUDSCALE_API_TOKEN. Every key is optional: Machines may name
-	// their own credentials secret.
-	CredentialsEnv []CredentialEnv
 	// ProviderEnv is further environment of the provider (an API endpoint).
 	ProviderEnv []corev1.EnvVar
 	// Proxy is the cluster-wide proxy, handed to the provider (proxy.go).
@@ -96,17 +93,10 @@ type Spec struct {
 	// controllers the Deployment runs (releases.go): their flags. The zero
 	// value is the newest known release.
 	Release Release
+	// ManagerConfig are further flags of the provider's manager, from
+	// ManagerConfigMap, checked (managerconfig.go).
+	ManagerConfig ManagerConfig
 }
-
-// CredentialEnv is one key of the credentials secret, exposed to the
-// provider as the environment variable Name.
-type CredentialEnv struct {
-	Name string
-	Key  string
-}
-
-// DefaultCredentialsEnv is cloudscale.ch's: the token under "token".
-var DefaultCredentialsEnv = []CredentialEnv{{Name: "CLOUDSCALE_API_TOKEN", Key: "token"}}
 
 // DefaultCloud is the cloud of a Spec or Options without one: the
 // manager's default.
@@ -277,13 +267,18 @@ func Deployment(s Spec) *appsv1.Deployment {
 		containers = append(containers, proxyContainer(s.Images.KubeRBACProxy, "mhc-mtrc", mhcMetricsPort, mhcMetricsAddr))
 	}
 
+	deploymentAnnotations := map[string]string{ReleaseAnnotation: s.Release.String()}
+	if len(s.ManagerConfig) > 0 {
+		raw, _ := json.Marshal(s.ManagerConfig) // a map of strings always marshals
+		deploymentAnnotations[ManagerConfigAnnotation] = string(raw)
+	}
 	return &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Namespace:   s.Namespace,
 			Labels:      labels,
-			Annotations: map[string]string{ReleaseAnnotation: s.Release.String()},
+			Annotations: deploymentAnnotations,
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
@@ -384,22 +379,10 @@ func machineSetContainer(s Spec) corev1.Container {
 // machineContainer is this provider's manager in the place of the
 // operator's per-cloud machine-controller-manager.
 func machineContainer(s Spec) corev1.Container {
-	credentials := s.CredentialsEnv
-	if len(credentials) == 0 {
-		credentials = DefaultCredentialsEnv
-	}
-	var env []corev1.EnvVar
-	for _, c := range credentials {
-		env = append(env, corev1.EnvVar{
-			Name: c.Name,
-			ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: s.TokenSecret},
-				Key:                  c.Key,
-				Optional:             ptr.To(true),
-			}},
-		})
-	}
-	env = append(env, []corev1.EnvVar{
+	// The default credentials are no environment variables: those would
+	// keep the values the pod started with, and a rotated secret would
+	// need a restart. The manager reads the secret at every use instead.
+	env := []corev1.EnvVar{
 		{
 			Name:      "NODE_NAME",
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}},
@@ -411,7 +394,7 @@ func machineContainer(s Spec) corev1.Container {
 			Name:  "SSL_CERT_DIR",
 			Value: trustedCADir + ":/etc/ssl/certs",
 		},
-	}...)
+	}
 	if s.CloudscaleAPIURL != "" {
 		env = append(env, corev1.EnvVar{Name: "CLOUDSCALE_API_URL", Value: s.CloudscaleAPIURL})
 	}
@@ -426,9 +409,15 @@ func machineContainer(s Spec) corev1.Container {
 		fmt.Sprintf("--webhook-port=%d", providerWebhookPort),
 		"--webhook-cert-dir=" + providerWebhookCertDir,
 	}
+	if s.TokenSecret != "" {
+		args = append(args, "--default-credentials-secret="+s.TokenSecret)
+	}
 	if s.Cloud != "" {
 		args = append(args, "--cloud="+s.Cloud)
 	}
+	// the cluster's own settings last (ReservedManagerFlags keeps them off
+	// the flags above)
+	args = append(args, s.ManagerConfig.Args()...)
 	return corev1.Container{
 		Name:    MachineContainer,
 		Image:   s.ProviderImage,

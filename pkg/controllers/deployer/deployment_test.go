@@ -239,24 +239,20 @@ func TestDeploymentShape(t *testing.T) {
 		}
 	}
 
-	// The provider's default token: optional, so Machines may bring their
-	// own with tokenSecret.
+	// The provider's default token: read by the manager from the secret
+	// at every use (a rotated token needs no restart), never handed over
+	// as environment, which would keep the value the pod started with.
 	mc := findContainer(t, ps.Containers, "machine-controller")
-	var token *corev1.EnvVar
-	for i := range mc.Env {
-		if mc.Env[i].Name == "CLOUDSCALE_API_TOKEN" {
-			token = &mc.Env[i]
+	for _, e := range mc.Env {
+		if e.Name == "CLOUDSCALE_API_TOKEN" || e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			t.Errorf("environment %s = %+v: the manager reads its default credentials from the secret", e.Name, e)
 		}
-		if mc.Env[i].Name == "CLOUDSCALE_API_URL" {
+		if e.Name == "CLOUDSCALE_API_URL" {
 			t.Errorf("CLOUDSCALE_API_URL set without CloudscaleAPIURL")
 		}
 	}
-	if token == nil || token.ValueFrom == nil || token.ValueFrom.SecretKeyRef == nil {
-		t.Fatalf("CLOUDSCALE_API_TOKEN = %+v, want a secret reference", token)
-	}
-	ref := token.ValueFrom.SecretKeyRef
-	if ref.Name != "cloudscale-token" || ref.Key != "token" || ref.Optional == nil || !*ref.Optional {
-		t.Errorf("token reference = %+v, want optional cloudscale-token/token", ref)
+	if v, _ := argValue(mc.Args, "--default-credentials-secret"); v != "cloudscale-token" {
+		t.Errorf("--default-credentials-secret %q in %v, want cloudscale-token", v, mc.Args)
 	}
 
 	// The cluster's trust bundle is mounted and in Go's search path.

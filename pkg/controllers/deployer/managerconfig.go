@@ -1,0 +1,215 @@
+package deployer
+
+// The manager's flags on a cluster. The deployer applies the controllers
+// Deployment with forced ownership, so an edit of the machine-controller's
+// arguments is set back at once; its knobs are set instead in the
+// ConfigMap machine-api-provider-config of the namespace: each key a flag
+// of `machine-api-provider manager` without the leading dashes, each value
+// the flag's value.
+//
+//	oc -n openshift-machine-api create configmap machine-api-provider-config \
+//	    --from-literal=cloud-api-qps=20 --from-literal=delete-orphans-after=1h
+//
+// The deployer hands the keys to the manager as --key=value after its own
+// flags, so a change rolls the controllers (the pod template's arguments
+// change). Before that it checks the whole command line with the manager's
+// own flag parsing and checks (Options.CheckManagerArgs): an unknown key, a
+// value the flag does not take, a combination the manager refuses to start
+// with (--create-grace not above --cloud-api-timeout) or a flag the
+// deployer sets itself (ReservedManagerFlags) is refused, with the
+// condition ManagerConfigValid=False and a Warning event naming the key, on
+// the ConfigMap and on the status ConfigMap; the controllers keep the
+// configuration they run with, which the Deployment records in the
+// annotation ManagerConfigAnnotation. Deleting the ConfigMap (or a key)
+// returns the manager to its defaults.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	// ManagerConfigMap holds the manager's flags, by name without "--".
+	ManagerConfigMap = "machine-api-provider-config"
+	// ManagerConfigAnnotation on the Deployment records the flags of
+	// ManagerConfigMap it runs with, as a JSON object: what stays in force
+	// while the ConfigMap holds something invalid.
+	ManagerConfigAnnotation = "machine.appuio.io/manager-config"
+	// ConditionManagerConfigValid is True when the manager runs with the
+	// ConfigMap's flags (or there is none), False when they were refused.
+	ConditionManagerConfigValid = "ManagerConfigValid"
+	// ReasonConfigApplied and ReasonConfigInvalid are its reasons, and the
+	// reasons of its events.
+	ReasonConfigApplied = "ConfigApplied"
+	ReasonConfigInvalid = "ConfigInvalid"
+)
+
+// ReservedManagerFlags are the manager's flags the deployer sets itself,
+// and why a ConfigMap cannot: each is tied to something else the
+// deployer or config/ sets up. Every other flag of the manager can be set.
+var ReservedManagerFlags = map[string]string{
+	"namespace":                  "the deployer's namespace, where the Machines, their secrets and the lease are",
+	"leader-elect":               "always on: a rollout starts the new pod before the old one ends, and only one may act",
+	"leader-election-namespace":  "a lease elsewhere would let the old and the new pod lead at once during the rollout",
+	"leader-election-id":         "a lease of another name would let the old and the new pod lead at once during the rollout",
+	"metrics-bind-address":       "the kube-rbac-proxy sidecar publishes the metrics from " + machineMetricsAddr,
+	"health-probe-bind-address":  "the probes and the NetworkPolicy use port 9440",
+	"webhook-port":               "the webhook Service and the NetworkPolicy use port 9443",
+	"webhook-cert-dir":           "the service CA's certificate is mounted there",
+	"cloud":                      "the deployer's --cloud, after which the Deployment, its RBAC and lease are named",
+	"default-credentials-secret": "the deployer's --credentials-secret",
+	"kubeconfig":                 "the controllers use their service account",
+}
+
+// ManagerConfig is the manager's flags a ConfigMap sets, by flag name.
+type ManagerConfig map[string]string
+
+// Args are the flags as arguments, in the order of their names.
+func (c ManagerConfig) Args() []string {
+	var args []string
+	for _, k := range slices.Sorted(maps.Keys(c)) {
+		args = append(args, "--"+k+"="+c[k])
+	}
+	return args
+}
+
+// String lists the flags for messages: "cloud-api-qps=20, sync-period=5m";
+// "no flags".
+func (c ManagerConfig) String() string {
+	if len(c) == 0 {
+		return "no flags"
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(c)) {
+		kv = append(kv, k+"="+c[k])
+	}
+	return strings.Join(kv, ", ")
+}
+
+// parseManagerConfig reads the flags of cm (nil: none) and checks them
+// with check against the deployer's own arguments of the manager, base.
+func parseManagerConfig(cm *corev1.ConfigMap, base []string, check func([]string) error) (ManagerConfig, error) {
+	if cm == nil {
+		return nil, nil
+	}
+	if len(cm.BinaryData) > 0 {
+		return nil, fmt.Errorf("binaryData %s: the flags go under data", strings.Join(slices.Sorted(maps.Keys(cm.BinaryData)), ", "))
+	}
+	c := ManagerConfig{}
+	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
+		if strings.HasPrefix(k, "-") {
+			return nil, fmt.Errorf("key %q: the keys are the flags' names without the leading dashes (%s)", k, strings.TrimLeft(k, "-"))
+		}
+		if why, ok := ReservedManagerFlags[k]; ok {
+			return nil, fmt.Errorf("key %q: the deployer sets --%s itself: %s", k, k, why)
+		}
+		c[k] = cm.Data[k]
+	}
+	if len(c) == 0 {
+		return nil, nil
+	}
+	if check == nil {
+		return nil, fmt.Errorf("this deployer cannot check the manager's flags (no CheckManagerArgs): none is taken")
+	}
+	if err := check(append(slices.Clone(base), c.Args()...)); err != nil {
+		return nil, fmt.Errorf("the manager would refuse %s: %w", c, err)
+	}
+	return c, nil
+}
+
+// appliedManagerConfig reads the flags a Deployment runs with from its
+// annotations; none without the annotation.
+func appliedManagerConfig(annotations map[string]string) ManagerConfig {
+	raw := annotations[ManagerConfigAnnotation]
+	if raw == "" {
+		return nil
+	}
+	var c ManagerConfig
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		return nil
+	}
+	for k := range c {
+		if _, reserved := ReservedManagerFlags[k]; reserved {
+			// a hand-edited annotation never smuggles a reserved flag in
+			delete(c, k)
+		}
+	}
+	return c
+}
+
+// managerConfig returns the manager's flags to apply and the
+// ManagerConfigValid condition: the ConfigMap's when they pass, otherwise
+// those the Deployment runs with. It emits a Warning event on the
+// ConfigMap when it refuses it.
+func (r *Reconciler) managerConfig(ctx context.Context, base []string) (ManagerConfig, bool, string, string, error) {
+	ns := r.opts.Namespace
+	cm := &corev1.ConfigMap{}
+	err := r.managerConfigReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ManagerConfigMap}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = nil
+	case err != nil:
+		return nil, false, "", "", fmt.Errorf("reading ConfigMap %s/%s: %w", ns, ManagerConfigMap, err)
+	}
+	c, perr := parseManagerConfig(cm, base, r.opts.CheckManagerArgs)
+	if perr == nil {
+		msg := fmt.Sprintf("the manager runs with its defaults: no ConfigMap %s/%s", ns, ManagerConfigMap)
+		if cm != nil {
+			msg = fmt.Sprintf("the manager runs with the flags of ConfigMap %s/%s: %s", ns, ManagerConfigMap, c)
+		}
+		return c, true, ReasonConfigApplied, msg, nil
+	}
+	var kept ManagerConfig
+	d := &appsv1.Deployment{}
+	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: r.deploymentName()}, d); {
+	case err == nil:
+		kept = appliedManagerConfig(d.Annotations)
+	case !apierrors.IsNotFound(err):
+		return nil, false, "", "", err
+	}
+	msg := fmt.Sprintf("ConfigMap %s/%s refused: %v; the manager keeps running with %s", ns, ManagerConfigMap, perr, kept)
+	// once per refusal, where the admin looks: on the ConfigMap itself
+	// (the status ConfigMap gets its own event with the condition)
+	if _, conds, err := readStatus(ctx, r.reader, ns); err != nil || meta.FindStatusCondition(conds, ConditionManagerConfigValid) == nil ||
+		meta.FindStatusCondition(conds, ConditionManagerConfigValid).Message != msg {
+		r.recorder.Event(cm, corev1.EventTypeWarning, ReasonConfigInvalid, msg)
+	}
+	return kept, false, ReasonConfigInvalid, msg, nil
+}
+
+// newConfigMapCache builds a cache holding the ConfigMap name of namespace
+// ns alone, and adds it to mgr, which starts it before the controllers:
+// the manager's own cache holds the images ConfigMap, and a field selector
+// cannot name two.
+func newConfigMapCache(mgr ctrl.Manager, ns, name string) (cache.Cache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient:        mgr.GetHTTPClient(),
+		Scheme:            mgr.GetScheme(),
+		Mapper:            mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{ns: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", name)},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(egressCache{c}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
