@@ -1,6 +1,6 @@
 // Command machine-api-provider is the one binary of the OpenShift Machine API
 // provider for cloudscale.ch and Exoscale. Its subcommands run the parts:
-// the cloud emulators now; the manager and the deployer as they land.
+// the manager, the admission webhooks, the deployer, the cloud emulators and the demo.
 package main
 
 import (
@@ -27,7 +27,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(emulatorCommand(), managerCommand(), deployerCommand(), demoCommand())
+	root.AddCommand(emulatorCommand(), managerCommand(), webhookCommand(), deployerCommand(), demoCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
