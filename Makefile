@@ -14,6 +14,11 @@ ETCD_VERSION        ?= v3.6.5
 KWOK_VERSION        ?= v0.8.0
 STATICCHECK_VERSION ?= v0.8.2
 KUSTOMIZE_VERSION   ?= v5.8.2
+# The oldest kustomize an OpenShift 4.14+ `oc apply -k` embeds (kubectl 1.27's;
+# 4.15-4.17 embed v5.0.4, which the module proxy does not serve): every
+# kustomization must render with it (test/manifests).
+KUSTOMIZE_OC_VERSION ?= v5.0.1
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 # Served only as pseudo-versions (a commit of kubernetes/autoscaler master).
 CLUSTER_AUTOSCALER_VERSION ?= v0.0.0-20250613073258-1959f5f61f6c
 
@@ -207,15 +212,19 @@ KWOK_STAGES := $(BIN_DIR)/kwok-stages.yaml
 LINT_BINS   := $(BIN_DIR)/staticcheck
 CLUSTER_AUTOSCALER_BIN := $(BIN_DIR)/cluster-autoscaler
 KUSTOMIZE   := $(BIN_DIR)/kustomize
+KUSTOMIZE_OC := $(BIN_DIR)/kustomize-oc
+CYCLONEDX_GOMOD := $(BIN_DIR)/cyclonedx-gomod
 
-.PHONY: tools kube etcd kwok staticcheck kustomize cluster-autoscaler
-tools: kube etcd kwok staticcheck kustomize cluster-autoscaler
+.PHONY: tools kube etcd kwok staticcheck kustomize kustomize-oc cyclonedx-gomod cluster-autoscaler
+tools: kube etcd kwok staticcheck kustomize kustomize-oc cyclonedx-gomod cluster-autoscaler
 kube: $(KUBE_BINS)
 etcd: $(ETCD_BIN)
 kwok: $(KWOK_BIN) $(KWOK_STAGES)
 staticcheck: $(LINT_BINS)
 cluster-autoscaler: $(CLUSTER_AUTOSCALER_BIN)
 kustomize: $(KUSTOMIZE)
+kustomize-oc: $(KUSTOMIZE_OC)
+cyclonedx-gomod: $(CYCLONEDX_GOMOD)
 
 # $(call check-pin,<wrapper dir>,<module>,<version>): fail if the wrapper
 # module does not require <module> at <version>.
@@ -283,6 +292,21 @@ $(KUSTOMIZE): $(BIN_DIR)/.kustomize-$(KUSTOMIZE_VERSION).stamp $(TOOLS_DIR)/kust
 	build_date=$$($(GO) list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' sigs.k8s.io/kustomize/kustomize/v5) && \
 	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w -X sigs.k8s.io/kustomize/api/provenance.buildDate=$$build_date" \
 		-o $@ sigs.k8s.io/kustomize/kustomize/v5
+	@touch $@
+
+# kustomize-oc: the kustomize `oc` embeds, as bin/kustomize-oc (no build date:
+# kustomize v5.0 has no provenance variable for it).
+$(KUSTOMIZE_OC): $(BIN_DIR)/.kustomize-oc-$(KUSTOMIZE_OC_VERSION).stamp $(TOOLS_DIR)/kustomize-oc/go.mod $(TOOLS_DIR)/kustomize-oc/go.sum
+	$(call check-pin,$(TOOLS_DIR)/kustomize-oc,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_OC_VERSION))
+	cd $(TOOLS_DIR)/kustomize-oc && \
+	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w" -o $@ sigs.k8s.io/kustomize/kustomize/v5
+	@touch $@
+
+# cyclonedx-gomod: the SBOM of each release's image (make release).
+$(CYCLONEDX_GOMOD): $(BIN_DIR)/.cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION).stamp $(TOOLS_DIR)/cyclonedx/go.mod $(TOOLS_DIR)/cyclonedx/go.sum
+	$(call check-pin,$(TOOLS_DIR)/cyclonedx,github.com/CycloneDX/cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION))
+	cd $(TOOLS_DIR)/cyclonedx && \
+	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w" -o $@ github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 	@touch $@
 
 # kwok simulates nothing without stages: write kwok's own (node ready and
