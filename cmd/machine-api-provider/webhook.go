@@ -32,7 +32,7 @@ The webhook server needs neither credentials nor a Kubernetes client: it
 answers the API server's admission requests from what they hold, and its pods
 run without a service account token. /readyz answers once the server listens.`,
 		Example: `  # in the cluster (config/webhook), with the service CA's certificate
-  machine-api-provider webhook --cloud exoscale --cert-dir /etc/machine-api-provider/tls`,
+  machine-api-provider webhook --cloud exoscale`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := newLogger(&zapOpts)
@@ -55,7 +55,7 @@ run without a service account token. /readyz answers once the server listens.`,
 	f := cmd.Flags()
 	f.StringVar(&cloudName, "cloud", "cloudscale", "the cloud whose provider specs to default and validate: cloudscale or exoscale")
 	f.IntVar(&o.Port, "port", 9443, "HTTPS port of the webhooks")
-	f.StringVar(&o.CertDir, "cert-dir", "/etc/machine-api-provider/tls", "directory with the serving certificate, tls.crt and tls.key (reloaded when they change)")
+	f.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the serving certificate, tls.crt and tls.key (reloaded when they change)")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9440", "address of /healthz and /readyz (\"0\" disables them)")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
 	bindLogFlags(f, &zapOpts)
