@@ -47,7 +47,7 @@ type BundleOptions struct {
 	Icon string
 	// Package and Channel of the bundle; Version is vX.Y.Z.
 	Package, Channel, Version string
-	// OpenShiftVersions is com.redhat.openshift.versions (v4.14: 4.14 and
+	// OpenShiftVersions is com.redhat.openshift.versions (v4.16: 4.16 and
 	// later).
 	OpenShiftVersions string
 	// Created is the CSV's createdAt: the release's source date.
@@ -139,7 +139,7 @@ func BuildBundle(o BundleOptions) (*Bundle, error) {
 		}
 		u := in.serviceAccounts[sa]
 		if u == nil {
-			return nil, fmt.Errorf("Deployment %s runs as service account %s, which the rendering does not have", d.Name, sa)
+			return nil, fmt.Errorf("the Deployment %s runs as service account %s, which the rendering does not have", d.Name, sa)
 		}
 		perms.namespaced = append(perms.namespaced, v1alpha1.StrategyDeploymentPermissions{ServiceAccountName: sa, Rules: []rbacv1.PolicyRule{}})
 		perms.consumed[u] = true
@@ -357,13 +357,13 @@ func webhookDefinitions(in *objects) (hooks, error) {
 		for _, d := range in.deployments {
 			if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
 				if deployment != "" {
-					return h, fmt.Errorf("Service %s selects the pods of Deployments %s and %s: OLM wires a webhook to one", s.Name, deployment, d.Name)
+					return h, fmt.Errorf("the Service %s selects the pods of Deployments %s and %s: OLM wires a webhook to one", s.Name, deployment, d.Name)
 				}
 				deployment = d.Name
 			}
 		}
 		if deployment == "" {
-			return h, fmt.Errorf("Service %s selects the pods of no Deployment", s.Name)
+			return h, fmt.Errorf("the Service %s selects the pods of no Deployment", s.Name)
 		}
 		d := w.d
 		d.DeploymentName = deployment
@@ -398,7 +398,7 @@ func deploymentSpecs(in *objects, h hooks) ([]v1alpha1.StrategyDeploymentSpec, [
 			}
 			i := slices.IndexFunc(ps.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == secret })
 			if i < 0 {
-				return nil, nil, fmt.Errorf("Deployment %s serves webhooks but does not mount the secret %s with their certificate", d.Name, secret)
+				return nil, nil, fmt.Errorf("the Deployment %s serves webhooks but does not mount the secret %s with their certificate", d.Name, secret)
 			}
 			volume := ps.Volumes[i].Name
 			ps.Volumes = slices.Delete(ps.Volumes, i, i+1)
@@ -416,16 +416,16 @@ func deploymentSpecs(in *objects, h hooks) ([]v1alpha1.StrategyDeploymentSpec, [
 					return true
 				})
 				if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volume }) {
-					return nil, nil, fmt.Errorf("Deployment %s mounts the webhook certificate elsewhere than %s, where OLM mounts its own", d.Name, OLMWebhookCertDir)
+					return nil, nil, fmt.Errorf("the Deployment %s mounts the webhook certificate elsewhere than %s, where OLM mounts its own", d.Name, OLMWebhookCertDir)
 				}
 			}
 			if !mounted {
-				return nil, nil, fmt.Errorf("Deployment %s does not mount the webhook certificate at %s", d.Name, OLMWebhookCertDir)
+				return nil, nil, fmt.Errorf("the Deployment %s does not mount the webhook certificate at %s", d.Name, OLMWebhookCertDir)
 			}
 		}
 		for _, c := range append(slices.Clone(ps.InitContainers), ps.Containers...) {
 			if _, _, err := SplitDigestRef(c.Image); err != nil {
-				return nil, nil, fmt.Errorf("Deployment %s, container %s: %w (the bundle names its images by digest: pin config/image first)", d.Name, c.Name, err)
+				return nil, nil, fmt.Errorf("the Deployment %s, container %s: %w (the bundle names its images by digest: pin config/image first)", d.Name, c.Name, err)
 			}
 			if !slices.ContainsFunc(images, func(r v1alpha1.RelatedImage) bool { return r.Image == c.Image }) {
 				images = append(images, v1alpha1.RelatedImage{Name: ImageName, Image: c.Image})

@@ -88,7 +88,7 @@ func bundleOf(t testing.TB, cloud string) (string, []*unstructured.Unstructured)
 	b, err := BuildBundle(BundleOptions{
 		Objects: objs, CSV: csv[0], Icon: filepath.Join(root, "config", "olm", "base", "icon.svg"),
 		Package: "machine-api-provider-" + cloud, Channel: "stable", Version: "v1.2.3-rc.1",
-		OpenShiftVersions: "v4.14", Created: time.Unix(1700000000, 0),
+		OpenShiftVersions: "v4.16", Created: time.Unix(1700000000, 0),
 	})
 	if err != nil {
 		t.Fatal(err)

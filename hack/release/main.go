@@ -92,7 +92,7 @@ func bundleCommand(args []string) error {
 	f.StringVar(&o.Package, "package", "", "the OLM package, machine-api-provider-<cloud>")
 	f.StringVar(&o.Channel, "channel", "stable", "the channel")
 	f.StringVar(&o.Version, "version", "", "the release, vX.Y.Z")
-	f.StringVar(&o.OpenShiftVersions, "openshift-versions", "v4.14", "the OpenShift releases the bundle is for (com.redhat.openshift.versions)")
+	f.StringVar(&o.OpenShiftVersions, "openshift-versions", "v4.16", "the OpenShift releases the bundle is for (com.redhat.openshift.versions: v4.16 is 4.16 and later)")
 	epoch := f.String("source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "Unix time of the CSV's createdAt")
 	out := f.String("out", "", "the bundle directory to write (manifests/, metadata/)")
 	_ = f.Parse(args)

@@ -80,6 +80,9 @@ func (r *release) image() string { return ImageRepo + "@" + r.digest }
 // then commits the pin as a release does and tags it.
 func makeRelease(t *testing.T) *release {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("make release builds the image: not in -short")
+	}
 	built.once.Do(func() { built.r, built.err = doMakeRelease() })
 	if built.err != nil {
 		t.Fatal(built.err)
