@@ -17,6 +17,11 @@ KUSTOMIZE_VERSION   ?= v5.8.2
 # promtool of Prometheus 3.16.0 (the Go module's version), for the alerting
 # rules' unit tests (config/prometheus, test/manifests).
 PROMTOOL_VERSION    ?= v0.316.0
+# The oldest kustomize an OpenShift 4.14+ `oc apply -k` embeds (kubectl 1.27's;
+# 4.15-4.17 embed v5.0.4, which the module proxy does not serve): every
+# kustomization must render with it (test/manifests).
+KUSTOMIZE_OC_VERSION ?= v5.0.1
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 # Served only as pseudo-versions (a commit of kubernetes/autoscaler master).
 CLUSTER_AUTOSCALER_VERSION ?= v0.0.0-20250613073258-1959f5f61f6c
 
@@ -39,9 +44,17 @@ all: lint test
 
 # Root module tests; envtest (pkg/testenv) uses the control plane in bin/.
 .PHONY: test
-test: tools test-patches
+test: tools test-patches test-hack
 	KUBEBUILDER_ASSETS=$(BIN_DIR) KUBE_VERSION=$(KUBE_VERSION) \
 		$(GO) test $(GO_TEST_FLAGS) ./...
+
+# The modules of hack/ that are part of a release: the image builder and the
+# release tool (the OLM bundle, validated with operator-framework/api's
+# validators, the catalog, the pin, the notes). Seconds.
+.PHONY: test-hack
+test-hack: $(KUSTOMIZE)
+	cd hack/image && $(GO) test -count=1 ./...
+	cd hack/release && $(GO) test -count=1 ./...
 
 # gofmt (fails if any file is listed), go vet and staticcheck.
 .PHONY: lint
@@ -52,6 +65,7 @@ lint: staticcheck
 	fi
 	$(GO) vet ./...
 	$(BIN_DIR)/staticcheck ./...
+	for m in hack/image hack/release; do (cd $$m && $(GO) vet ./... && $(BIN_DIR)/staticcheck ./...) || exit 1; done
 
 .PHONY: build
 build: $(BIN_DIR)/machine-api-provider
@@ -176,8 +190,11 @@ manifests: $(KUSTOMIZE)
 
 # The image as an OCI image layout tarball, built without a container engine
 # or registry (hack/image): the static binary on an empty base with a nonroot
-# user (65532), CA certificates and /tmp. Every timestamp is the last commit's
-# time, so two builds of one commit give the same digest. Load it with
+# user (65532), CA certificates and /tmp. Every timestamp is the time of
+# IMAGE_COMMIT, the last commit that changed anything but the release pin
+# (config/image), and the revision label is that commit: two builds of one
+# commit give the same digest, and so does a build at a release's tag, whose
+# commit only pins the digest of the image built before it. Load it with
 # `docker load -i`, `podman load -i`, `kind load image-archive` or push it
 # with `skopeo copy oci-archive:$(IMAGE_TAR) docker://<registry>/<name>:<tag>`.
 # The Dockerfile builds the same for those with Docker.
@@ -185,7 +202,8 @@ IMAGE             ?= machine-api-provider:latest
 IMAGE_ARCH        ?= $(shell $(GO) env GOARCH)
 IMAGE_TAR         := $(OUTPUT_DIR)/machine-api-provider.oci.tar
 IMAGE_BIN         := $(OUTPUT_DIR)/image/$(IMAGE_ARCH)/machine-api-provider
-SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct)
+IMAGE_COMMIT      ?= $(shell git log -1 --format=%H -- . ':(exclude)config/image')
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct $(IMAGE_COMMIT))
 IMAGE_LDFLAGS     := -s -w -buildid=
 .PHONY: image
 image:
@@ -193,8 +211,111 @@ image:
 		$(GO) build -trimpath -buildvcs=false -ldflags '$(IMAGE_LDFLAGS)' -o $(IMAGE_BIN) ./cmd/machine-api-provider
 	cd hack/image && GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) run . \
 		--binary $(IMAGE_BIN) --arch $(IMAGE_ARCH) --name $(IMAGE) \
-		--source-date-epoch $(SOURCE_DATE_EPOCH) --revision $$(git rev-parse HEAD) \
+		--source-date-epoch $(SOURCE_DATE_EPOCH) --revision $(IMAGE_COMMIT) \
 		--output $(IMAGE_TAR) --digest-file $(IMAGE_TAR).digest
+
+# ---------------------------------------------------------------------------
+# Releases and the OLM bundle (docs/releasing.md).
+#
+# `make release VERSION=vX.Y.Z` writes into $(RELEASE_DIR):
+#   machine-api-provider.oci.tar(.digest)  the image (make image), and its digest
+#   install-<cloud>.yaml                   config/overlays/<cloud> with the image by digest: `oc apply -f`
+#   machine-api-provider.cdx.json          the CycloneDX SBOM of the image's binary
+#   bundle/, catalog/, catalog.Dockerfile  as make bundle, for this version
+#   RELEASE_NOTES.md                       the version's section of CHANGELOG.md, and how to install
+#   SHA256SUMS
+# and pins the image by digest in config/image: commit that file alone and
+# tag the commit vX.Y.Z, and `oc apply -k` of an overlay at the tag installs
+# exactly this image. It refuses a tree with other changes (the image is the
+# commit's; RELEASE_ALLOW_DIRTY=1 overrides) and a VERSION without a section
+# in CHANGELOG.md (but a pre-release, e.g. v0.0.0-dev, takes [Unreleased]).
+# Nothing is pushed: docs/releasing.md says how (skopeo, oras).
+#
+# `make bundle` writes the OLM registry+v1 bundle of each cloud
+# (machine-api-provider-<cloud>: the CSV and the objects of
+# config/overlays/<cloud>, config/olm/<cloud>'s description), builds each
+# bundle's image reproducibly as hack/image does, and writes the file-based
+# catalog naming those images by digest, into $(OLM_DIR) (bundle/, catalog/,
+# catalog.Dockerfile). The image it names is this commit's, by digest, from
+# a pinned copy of config/ (the tree is left alone).
+VERSION            ?= v0.0.0-dev
+IMAGE_REPO         ?= ghcr.io/appuio/machine-api-provider
+BUNDLE_REPO_PREFIX ?= $(IMAGE_REPO)
+CATALOG_IMAGE      ?= $(IMAGE_REPO)-catalog:$(VERSION)
+OLM_CHANNEL        ?= stable
+OLM_OPENSHIFT      ?= v4.16
+OPM_IMAGE          ?= quay.io/operator-framework/opm:v1.61.0
+CLOUDS             := cloudscale exoscale
+RELEASE_DIR        ?= $(OUTPUT_DIR)/release/$(VERSION)
+OLM_DIR            ?= $(OUTPUT_DIR)/olm
+RELEASE_ALLOW_DIRTY ?=
+# The release tool (hack/release): pin, notes, bundle, catalog.
+RELEASE_TOOL       := $(OUTPUT_DIR)/tools/release
+# config/ with the image pinned, where the release and the bundle render from.
+PINNED_CONFIG      := $(OUTPUT_DIR)/pinned
+
+.PHONY: release-tool
+release-tool:
+	cd hack/release && GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -o $(RELEASE_TOOL) .
+
+# pinned-config: $(PINNED_CONFIG)/config, a copy of config/ with config/image
+# naming the image just built by digest.
+.PHONY: pinned-config
+pinned-config: image release-tool
+	@rm -rf $(PINNED_CONFIG) && mkdir -p $(PINNED_CONFIG) && cp -R config $(PINNED_CONFIG)/config
+	$(RELEASE_TOOL) pin --file $(PINNED_CONFIG)/config/image/kustomization.yaml \
+		--image $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest)
+
+.PHONY: bundle
+bundle: pinned-config $(KUSTOMIZE)
+	@rm -rf $(OLM_DIR)/bundle $(OLM_DIR)/catalog && mkdir -p $(OLM_DIR)/bundle $(OLM_DIR)/catalog
+	@for cloud in $(CLOUDS); do \
+		pkg=machine-api-provider-$$cloud; \
+		$(KUSTOMIZE) build $(PINNED_CONFIG)/config/overlays/$$cloud > $(OLM_DIR)/bundle/$$cloud.objects.yaml && \
+		$(KUSTOMIZE) build $(PINNED_CONFIG)/config/olm/$$cloud > $(OLM_DIR)/bundle/$$cloud.csv.yaml && \
+		$(RELEASE_TOOL) bundle --objects $(OLM_DIR)/bundle/$$cloud.objects.yaml --csv $(OLM_DIR)/bundle/$$cloud.csv.yaml \
+			--icon config/olm/base/icon.svg --package $$pkg --channel $(OLM_CHANNEL) --version $(VERSION) \
+			--openshift-versions $(OLM_OPENSHIFT) --source-date-epoch $(SOURCE_DATE_EPOCH) --out $(OLM_DIR)/bundle/$$cloud && \
+		rm $(OLM_DIR)/bundle/$$cloud.objects.yaml $(OLM_DIR)/bundle/$$cloud.csv.yaml && \
+		(cd hack/image && GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) run . --bundle $(OLM_DIR)/bundle/$$cloud \
+			--arch $(IMAGE_ARCH) --name $(BUNDLE_REPO_PREFIX)-$$cloud-bundle:$(VERSION) \
+			--source-date-epoch $(SOURCE_DATE_EPOCH) \
+			--output $(OLM_DIR)/bundle/$$pkg-bundle.oci.tar --digest-file $(OLM_DIR)/bundle/$$pkg-bundle.oci.tar.digest) && \
+		$(RELEASE_TOOL) catalog --bundle $(OLM_DIR)/bundle/$$cloud \
+			--bundle-image $(BUNDLE_REPO_PREFIX)-$$cloud-bundle@$$(cat $(OLM_DIR)/bundle/$$pkg-bundle.oci.tar.digest) \
+			--out $(OLM_DIR)/catalog/$$pkg/catalog.yaml || exit 1; \
+	done
+	@printf '%s\n' \
+		'# The catalog image of these packages (opm serves the file-based catalog):' \
+		'#   podman build -f catalog.Dockerfile -t $(CATALOG_IMAGE) .' \
+		'FROM $(OPM_IMAGE)' \
+		'ENTRYPOINT ["/bin/opm"]' \
+		'CMD ["serve", "/configs", "--cache-dir=/tmp/cache"]' \
+		'ADD catalog /configs' \
+		'RUN ["/bin/opm", "serve", "/configs", "--cache-dir=/tmp/cache", "--cache-only"]' \
+		'LABEL operators.operatorframework.io.index.configs.v1=/configs' > $(OLM_DIR)/catalog.Dockerfile
+	@echo "$(OLM_DIR): bundle/ (bundles and their images), catalog/, catalog.Dockerfile"
+
+.PHONY: release
+release: $(CYCLONEDX_GOMOD) $(KUSTOMIZE)
+	@if [[ -z "$(RELEASE_ALLOW_DIRTY)" && -n "$$(git status --porcelain -- . ':(exclude)config/image')" ]]; then \
+		echo "make release: the tree has changes; the image is built from the commit, so commit them first (RELEASE_ALLOW_DIRTY=1 overrides):" >&2; \
+		git status --short -- . ':(exclude)config/image' >&2; exit 1; \
+	fi
+	$(MAKE) --no-print-directory bundle IMAGE=$(IMAGE_REPO):$(VERSION) OLM_DIR=$(RELEASE_DIR)
+	$(RELEASE_TOOL) notes --changelog CHANGELOG.md --version $(VERSION) \
+		--image $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest) --out $(RELEASE_DIR)/RELEASE_NOTES.md
+	cp $(IMAGE_TAR) $(IMAGE_TAR).digest $(RELEASE_DIR)/
+	@for cloud in $(CLOUDS); do \
+		$(KUSTOMIZE) build $(PINNED_CONFIG)/config/overlays/$$cloud > $(RELEASE_DIR)/install-$$cloud.yaml || exit 1; \
+	done
+	$(CYCLONEDX_GOMOD) bin -json -licenses -noserial -notimestamp -version $(VERSION) \
+		-output $(RELEASE_DIR)/machine-api-provider.cdx.json $(IMAGE_BIN)
+	cd $(RELEASE_DIR) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | xargs sha256sum > SHA256SUMS
+	cp $(PINNED_CONFIG)/config/image/kustomization.yaml config/image/kustomization.yaml
+	@echo "$(RELEASE_DIR): release $(VERSION) of $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest)"
+	@echo "config/image/kustomization.yaml pins that image: for a release, commit it alone and tag the commit $(VERSION)"
+	@echo "(docs/releasing.md); otherwise put it back with: git checkout config/image/kustomization.yaml"
 
 # ---------------------------------------------------------------------------
 # Tools, built from the pinned wrapper modules in hack/tools/ into bin/.
@@ -211,9 +332,11 @@ LINT_BINS   := $(BIN_DIR)/staticcheck
 CLUSTER_AUTOSCALER_BIN := $(BIN_DIR)/cluster-autoscaler
 KUSTOMIZE   := $(BIN_DIR)/kustomize
 PROMTOOL    := $(BIN_DIR)/promtool
+KUSTOMIZE_OC := $(BIN_DIR)/kustomize-oc
+CYCLONEDX_GOMOD := $(BIN_DIR)/cyclonedx-gomod
 
-.PHONY: tools kube etcd kwok staticcheck kustomize cluster-autoscaler promtool
-tools: kube etcd kwok staticcheck kustomize cluster-autoscaler promtool
+.PHONY: tools kube etcd kwok staticcheck kustomize kustomize-oc cyclonedx-gomod cluster-autoscaler promtool
+tools: kube etcd kwok staticcheck kustomize kustomize-oc cyclonedx-gomod cluster-autoscaler promtool
 kube: $(KUBE_BINS)
 etcd: $(ETCD_BIN)
 kwok: $(KWOK_BIN) $(KWOK_STAGES)
@@ -221,6 +344,8 @@ staticcheck: $(LINT_BINS)
 cluster-autoscaler: $(CLUSTER_AUTOSCALER_BIN)
 kustomize: $(KUSTOMIZE)
 promtool: $(PROMTOOL)
+kustomize-oc: $(KUSTOMIZE_OC)
+cyclonedx-gomod: $(CYCLONEDX_GOMOD)
 
 # $(call check-pin,<wrapper dir>,<module>,<version>): fail if the wrapper
 # module does not require <module> at <version>.
@@ -303,6 +428,21 @@ $(PROMTOOL): $(BIN_DIR)/.promtool-$(PROMTOOL_VERSION).stamp $(TOOLS_DIR)/promtoo
 	cd $(TOOLS_DIR)/promtool && \
 	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -tags remove_all_sd -ldflags "$(PROMTOOL_LDFLAGS)" \
 		-o $@ $(PROMTOOL_MODULE)/cmd/promtool
+	@touch $@
+
+# kustomize-oc: the kustomize `oc` embeds, as bin/kustomize-oc (no build date:
+# kustomize v5.0 has no provenance variable for it).
+$(KUSTOMIZE_OC): $(BIN_DIR)/.kustomize-oc-$(KUSTOMIZE_OC_VERSION).stamp $(TOOLS_DIR)/kustomize-oc/go.mod $(TOOLS_DIR)/kustomize-oc/go.sum
+	$(call check-pin,$(TOOLS_DIR)/kustomize-oc,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_OC_VERSION))
+	cd $(TOOLS_DIR)/kustomize-oc && \
+	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w" -o $@ sigs.k8s.io/kustomize/kustomize/v5
+	@touch $@
+
+# cyclonedx-gomod: the SBOM of each release's image (make release).
+$(CYCLONEDX_GOMOD): $(BIN_DIR)/.cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION).stamp $(TOOLS_DIR)/cyclonedx/go.mod $(TOOLS_DIR)/cyclonedx/go.sum
+	$(call check-pin,$(TOOLS_DIR)/cyclonedx,github.com/CycloneDX/cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION))
+	cd $(TOOLS_DIR)/cyclonedx && \
+	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w" -o $@ github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 	@touch $@
 
 # kwok simulates nothing without stages: write kwok's own (node ready and

@@ -38,6 +38,7 @@ var foreignFlags = map[string]string{
 	"help": "every command", "version": "the control plane's binaries",
 	"field-selector": "oc get", "sort-by": "oc get", "previous": "oc logs",
 	"description": "exo iam role create", "policy": "exo iam role create",
+	"preserve-digests": "skopeo copy", "format": "skopeo copy", "from-oci-layout": "oras cp",
 }
 
 // TestDocsMatchTheCode: every flag, annotation and label of ours, event
@@ -321,7 +322,7 @@ func knownFlags() map[string]bool {
 			walk(sub)
 		}
 	}
-	for _, c := range []*cobra.Command{emulatorCommand(), managerCommand(), deployerCommand(), demoCommand()} {
+	for _, c := range subcommands() {
 		walk(c)
 	}
 	for _, r := range deployer.Releases {

@@ -1,6 +1,6 @@
 // Command machine-api-provider is the one binary of the OpenShift Machine API
 // provider for cloudscale.ch and Exoscale. Its subcommands run the parts:
-// the cloud emulators now; the manager and the deployer as they land.
+// the manager, the admission webhooks, the deployer, the cloud emulators and the demo.
 package main
 
 import (
@@ -27,9 +27,14 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(emulatorCommand(), managerCommand(), deployerCommand(), demoCommand())
+	root.AddCommand(subcommands()...)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// subcommands are the binary's commands (the docs test reads their flags).
+func subcommands() []*cobra.Command {
+	return []*cobra.Command{emulatorCommand(), managerCommand(), webhookCommand(), deployerCommand(), demoCommand()}
 }

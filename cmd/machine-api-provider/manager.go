@@ -42,8 +42,8 @@ func managerCommand() *cobra.Command {
 		Long: `Run the provider: the machine-api-operator's machine controller driving this
 provider's actuator, which turns Machines into servers and back, and the capacity
 publisher, which annotates MachineSets so the cluster autoscaler can scale them
-from zero. It serves the admission webhooks that default and validate the
-provider spec of Machines and MachineSets (docs/webhook.md).
+from zero. The admission webhooks run apart, in the webhook subcommand
+(docs/webhook.md).
 
 The cloud's default API token comes from the environment (CLOUDSCALE_API_TOKEN);
 a Machine's spec may name a secret with another one (tokenSecret). The token is
@@ -61,7 +61,7 @@ output to the log.`,
 		Example: `  # against a cluster, in the namespace the Machines live in
   CLOUDSCALE_API_TOKEN=... machine-api-provider manager --namespace openshift-machine-api
 
-  # against the emulator (make emulator), from a laptop, without the webhooks
+  # against the emulator (make emulator), from a laptop
   CLOUDSCALE_API_TOKEN=any machine-api-provider manager --kubeconfig ~/.kube/config \
     --cloudscale-api-url http://127.0.0.1:8282/ --leader-elect=false
 
@@ -134,8 +134,6 @@ output to the log.`,
 	f.DurationVar(&o.Janitor.DeleteOrphansAfter, "delete-orphans-after", 0, "delete servers carrying the cluster's identity but belonging to no Machine this long after they are first seen (0: only report them; at least 10m)")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every Machine is reconciled without a change")
 	f.BoolVar(&o.CapacityPublisher, "capacity-publisher", true, "annotate MachineSets with the capacity of their flavor, for scaling from zero")
-	f.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhooks for Machines and MachineSets, e.g. 9443 (0: no webhooks; see docs/webhook.md)")
-	f.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", "/etc/machine-api-provider/tls", "directory with the webhooks' serving certificate, tls.crt and tls.key (the OpenShift service CA's secret, mounted)")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8081", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9440", "address of /healthz and /readyz")
 	f.BoolVar(&o.LeaderElection, "leader-elect", true, "take part in leader election, so only one replica acts")

@@ -1,6 +1,6 @@
-// Wrapper module for the image builder (`make image`), kept out of the root
-// module so that go-containerregistry's dependencies stay out of the
-// product's go.mod.
+// Wrapper module for the image builder (`make image`, and the OLM bundle
+// images of `make bundle`), kept out of the root module so that
+// go-containerregistry's dependencies stay out of the product's go.mod.
 module github.com/appuio/machine-api-provider/hack/image
 
 go 1.26.0
@@ -8,11 +8,13 @@ go 1.26.0
 require (
 	github.com/google/go-containerregistry v0.22.1
 	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
 	github.com/klauspost/compress v1.19.2 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
+	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 )

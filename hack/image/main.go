@@ -69,6 +69,9 @@ type Options struct {
 	RefName string
 	// Revision and Source go into the OCI labels when set.
 	Revision, Source string
+	// Bundle, when set, is an OLM bundle directory to build the bundle
+	// image of (BuildBundle) instead of the provider's image.
+	Bundle string
 }
 
 func main() {
@@ -86,6 +89,7 @@ func main() {
 	flag.StringVar(&o.Source, "source", "https://github.com/appuio/machine-api-provider", "source URL for the org.opencontainers.image.source label")
 	flag.StringVar(&out, "output", "", "OCI layout tarball to write")
 	flag.StringVar(&digest, "digest-file", "", "also write the manifest digest to this file")
+	flag.StringVar(&o.Bundle, "bundle", "", "build the OLM bundle image of this bundle directory (manifests/, metadata/) instead of the provider's image")
 	flag.Parse()
 	if err := run(o, epoch, out, digest); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
@@ -94,8 +98,8 @@ func main() {
 }
 
 func run(o Options, epoch, out, digestFile string) error {
-	if o.Binary == "" || out == "" {
-		return errors.New("--binary and --output are required")
+	if (o.Binary == "") == (o.Bundle == "") || out == "" {
+		return errors.New("--output and one of --binary and --bundle are required")
 	}
 	secs, err := strconv.ParseInt(epoch, 10, 64)
 	if err != nil {
@@ -103,7 +107,12 @@ func run(o Options, epoch, out, digestFile string) error {
 	}
 	o.Created = time.Unix(secs, 0).UTC()
 
-	img, err := Build(o)
+	var img v1.Image
+	if o.Bundle != "" {
+		img, err = BuildBundle(o.Bundle, o.Created, o.Arch)
+	} else {
+		img, err = Build(o)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,12 @@
 // Package manager assembles the provider's controllers on a controller-runtime
 // manager: the machine-api-operator's machine controller driving our
-// actuator, the capacity publisher and the admission webhooks. The manager
-// subcommand, the tests and the benchmark all start it through here, so they
-// run the same wiring.
+// actuator and the capacity publisher. The manager subcommand, the tests and
+// the benchmark all start it through here, so they run the same wiring. The
+// admission webhooks run apart from it (pkg/webhooks.Serve, the webhook
+// subcommand).
 package manager
 
 import (
-	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -34,7 +33,6 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/metrics"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
 	"github.com/appuio/machine-api-provider/pkg/userdata"
-	"github.com/appuio/machine-api-provider/pkg/webhooks"
 )
 
 // Options configure the manager.
@@ -75,9 +73,6 @@ type Options struct {
 	// (controller names are otherwise unique per process).
 	AllowManyPerProcess bool
 
-	// Webhook serves the admission webhooks for Machines and MachineSets.
-	Webhook WebhookOptions
-
 	// CloudRateLimit limits the calls per second of each cloud account;
 	// zero: the cloud's default.
 	CloudRateLimit cloud.RateLimit
@@ -100,16 +95,6 @@ type Options struct {
 // DefaultNamespace is where OpenShift keeps Machines; the orphan record
 // lives there when the manager watches all namespaces.
 const DefaultNamespace = "openshift-machine-api"
-
-// WebhookOptions configure the admission webhook server (pkg/webhooks).
-type WebhookOptions struct {
-	// Port to serve HTTPS on; 0 disables the webhooks.
-	Port int
-	// CertDir holds the serving certificate and key, tls.crt and tls.key
-	// (as the OpenShift service CA writes them into its secret). They are
-	// reloaded when they change.
-	CertDir string
-}
 
 // Scheme holds the kinds the provider reads and writes.
 func Scheme() (*runtime.Scheme, error) {
@@ -177,15 +162,6 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// not watched.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 	}
-	if o.Webhook.Port != 0 {
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
-			Port:    o.Webhook.Port,
-			CertDir: o.Webhook.CertDir,
-			// HTTP/1.1 only: HTTP/2 stream resets (CVE-2023-44487) are
-			// not worth the exposure for a few requests a minute.
-			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
-		})
-	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, err
@@ -238,14 +214,6 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := machinecontroller.AddWithActuatorOpts(mgr, act, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}, gate); err != nil {
 		return nil, fmt.Errorf("adding the machine controller: %w", err)
-	}
-	if o.Webhook.Port != 0 {
-		webhooks.SetupWithManager(mgr, o.Cloud)
-		// Ready once the webhooks are served: the Service sends the API
-		// server's admission requests only to ready pods.
-		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-			return nil, err
-		}
 	}
 	if o.CapacityPublisher {
 		if err := addCapacityPublisher(mgr, accounts); err != nil {

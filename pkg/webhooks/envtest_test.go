@@ -188,25 +188,26 @@ func startWebhooks(t *testing.T) *env {
 
 	calls := &countingTransport{}
 	cs := cscloud.New(cscloud.Options{BaseURL: "http://127.0.0.1:1/", DefaultToken: "x", HTTPClient: &http.Client{Transport: calls}})
-	mgr, err := manager.New(cfg, manager.Options{
-		Cloud:                  cs,
-		Namespace:              "webhook-test-elsewhere",
-		MetricsBindAddress:     "0",
-		HealthProbeBindAddress: "0",
-		Log:                    logr.Discard(),
-		AllowManyPerProcess:    true,
-		Webhook:                manager.WebhookOptions{Port: hooks.Port(), CertDir: hooks.CertDir()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Cleanups run last first: the manager stops before the calls are counted.
+	ctx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() {
+		served <- webhooks.Serve(ctx, webhooks.ServeOptions{
+			Cloud: cs, Port: hooks.Port(), CertDir: hooks.CertDir(),
+			HealthProbeBindAddress: "0", MetricsBindAddress: "0",
+		})
+	}()
+	// Cleanups run last first: the server stops before the calls are counted.
 	t.Cleanup(func() {
 		if n := calls.n.Load(); n != 0 {
 			t.Errorf("the webhooks made %d cloud API calls, want none", n)
 		}
 	})
-	testenv.Run(t, mgr)
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("webhooks.Serve: %v", err)
+		}
+	})
 
 	// Wait until the API server reaches the validating webhook: a dry run
 	// of an invalid Machine is refused by it rather than failing to call it.

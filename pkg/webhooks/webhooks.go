@@ -32,7 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -53,12 +52,6 @@ const (
 // words (pkg/actuator/scope.go), so that the webhook and the Machine's
 // failure read alike.
 const clusterIDDetail = "the cluster's infrastructure name, which tags the Machine's server"
-
-// SetupWithManager registers the four webhooks on the manager's webhook
-// server, which starts with the manager.
-func SetupWithManager(mgr ctrl.Manager, c cloud.Cloud) {
-	Register(mgr.GetWebhookServer(), c)
-}
 
 // Register registers the four webhooks on srv.
 func Register(srv webhook.Server, c cloud.Cloud) {

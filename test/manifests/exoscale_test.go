@@ -41,9 +41,10 @@ func TestExoscaleOverlay(t *testing.T) {
 // TestOverlaysDifferOnlyInTheCloud: the Exoscale overlay is the cloudscale
 // one with Exoscale's names (machine-api-controllers-exoscale for the
 // controllers' Deployment, service account, roles and bindings,
-// exoscale-machine-api-provider for the manager's lease) and the deployer
-// configured for Exoscale. Any other difference (a placement, a rule, an
-// annotation one overlay has and the other lacks) fails here.
+// exoscale-machine-api-provider for the manager's lease), the deployer
+// configured for Exoscale and the webhooks validating Exoscale's specs.
+// Any other difference (a placement, a rule, an annotation one overlay has
+// and the other lacks) fails here.
 func TestOverlaysDifferOnlyInTheCloud(t *testing.T) {
 	raw, err := json.Marshal(objectsByName(render(t, "overlays/cloudscale")))
 	if err != nil {
@@ -65,6 +66,14 @@ func TestOverlaysDifferOnlyInTheCloud(t *testing.T) {
 	wantArgs = append(wantArgs, "--cloud=exoscale", "--credentials-secret=exoscale-credentials")
 	if gotArgs := deployerArgs(t, objectsOf(got)); !slices.Equal(gotArgs, wantArgs) {
 		t.Errorf("the deployer's args:\n  %v\nwant\n  %v", gotArgs, wantArgs)
+	}
+	// The webhooks': Exoscale's provider specs.
+	wantArgs = slices.Clone(argsOf(t, objectsOf(want), WebhookDeployment))
+	if i := slices.Index(wantArgs, "--cloud=cloudscale"); i >= 0 {
+		wantArgs[i] = "--cloud=exoscale"
+	}
+	if gotArgs := argsOf(t, objectsOf(got), WebhookDeployment); !slices.Equal(gotArgs, wantArgs) {
+		t.Errorf("the webhooks' args:\n  %v\nwant\n  %v", gotArgs, wantArgs)
 	}
 	for _, m := range []map[string]map[string]any{want, got} {
 		for _, o := range m {
@@ -111,13 +120,17 @@ func objectsOf(m map[string]map[string]any) []*unstructured.Unstructured {
 // deployerArgs are the args of the deployer's container in objs.
 func deployerArgs(t testing.TB, objs []*unstructured.Unstructured) []string {
 	t.Helper()
-	for _, u := range objs {
-		if u.GetKind() == "Deployment" {
-			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
-			return args
-		}
+	return argsOf(t, objs, DeployerDeployment)
+}
+
+// argsOf are the args of the first container of Deployment name in objs.
+func argsOf(t testing.TB, objs []*unstructured.Unstructured, name string) []string {
+	t.Helper()
+	d := deploymentIn(objs, name)
+	if d == nil {
+		t.Fatalf("no Deployment %s", name)
 	}
-	t.Fatal("no Deployment")
-	return nil
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	return args
 }

@@ -11,6 +11,7 @@ package manifests_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,13 @@ func openShiftNamespaces() []*unstructured.Unstructured {
 	return out
 }
 
+// The Deployments the kustomizations hold: the deployer's everywhere, the
+// webhooks' in the OpenShift overlays.
+const (
+	DeployerDeployment = "machine-api-provider-deployer"
+	WebhookDeployment  = "machine-api-provider-webhook"
+)
+
 // fieldOwner is the field manager of the test's applies.
 const fieldOwner = "machine-api-provider-manifests-test"
 
@@ -75,13 +83,19 @@ func repoRoot(t testing.TB) string {
 // render runs the pinned kustomize on config/<dir> and returns its objects.
 func render(t testing.TB, dir string) []*unstructured.Unstructured {
 	t.Helper()
+	return renderWith(t, "kustomize", dir)
+}
+
+// renderWith runs bin/<tool> (kustomize or kustomize-oc) on config/<dir>.
+func renderWith(t testing.TB, tool, dir string) []*unstructured.Unstructured {
+	t.Helper()
 	bin, err := testenv.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	kustomize := filepath.Join(bin, "kustomize")
+	kustomize := filepath.Join(bin, tool)
 	if _, err := os.Stat(kustomize); err != nil {
-		t.Fatalf("%s not found (%v): run `make kustomize` (or `make tools`)", kustomize, err)
+		t.Fatalf("%s not found (%v): run `make %s` (or `make tools`)", kustomize, err, tool)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(kustomize, "build", filepath.Join(repoRoot(t), "config", dir))
@@ -99,32 +113,42 @@ func render(t testing.TB, dir string) []*unstructured.Unstructured {
 	return objs
 }
 
-// deployerFlags returns the flags of the deployer's container in objs, the
-// rendering of a kustomization (which holds one Deployment, the
-// deployer's), by name without the dashes.
-func deployerFlags(t testing.TB, objs []*unstructured.Unstructured) map[string]string {
-	t.Helper()
-	flags := map[string]string{}
-	found := false
+// deploymentIn returns the Deployment name of objs, a rendering, or nil.
+func deploymentIn(objs []*unstructured.Unstructured, name string) *unstructured.Unstructured {
 	for _, u := range objs {
-		if u.GetKind() != "Deployment" {
-			continue
-		}
-		found = true
-		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
-		for _, a := range args {
-			name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-			if _, dup := flags[name]; dup {
-				t.Fatalf("the deployer's flag --%s is given twice (%v)", name, args)
-			}
-			flags[name] = value
+		if u.GetKind() == "Deployment" && u.GetName() == name {
+			return u
 		}
 	}
-	if !found {
-		t.Fatal("the rendering has no Deployment")
+	return nil
+}
+
+// flagsOf returns the flags of the first container of Deployment name in
+// objs, by name without the dashes.
+func flagsOf(t testing.TB, objs []*unstructured.Unstructured, name string) map[string]string {
+	t.Helper()
+	d := deploymentIn(objs, name)
+	if d == nil {
+		t.Fatalf("the rendering has no Deployment %s", name)
+	}
+	flags := map[string]string{}
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	for _, a := range args {
+		flag, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if _, dup := flags[flag]; dup {
+			t.Fatalf("%s: the flag --%s is given twice (%v)", name, flag, args)
+		}
+		flags[flag] = value
 	}
 	return flags
+}
+
+// deployerFlags returns the flags of the deployer's container in objs, the
+// rendering of a kustomization, by name without the dashes.
+func deployerFlags(t testing.TB, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	return flagsOf(t, objs, DeployerDeployment)
 }
 
 // controllersSA is the service account the deployer in objs runs the
@@ -247,6 +271,27 @@ func TestServerSideDryRun(t *testing.T) {
 	}
 }
 
+// TestKustomizeOfOC renders every kustomization with the kustomize that
+// `oc apply -k` embeds (bin/kustomize-oc, v5.0.1: OpenShift 4.14's oc) as
+// well: it must accept them, and render the very objects the pinned
+// kustomize does, or an admin's `oc apply -k` would install something else
+// than the tests check.
+func TestKustomizeOfOC(t *testing.T) {
+	for _, k := range kustomizations {
+		want, err := json.Marshal(objectsByName(render(t, k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(objectsByName(renderWith(t, "kustomize-oc", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("config/%s: kustomize-oc renders\n%s\nthe pinned kustomize\n%s", k, got, want)
+		}
+	}
+}
+
 // TestNamespaces: every namespaced object lands in the Machine API's
 // namespace, and the kustomizations hold exactly what they should.
 func TestNamespaces(t *testing.T) {
@@ -284,9 +329,9 @@ func TestNamespaces(t *testing.T) {
 			// OpenShift: it has the CRDs and the namespace, and a service
 			// CA for the webhooks.
 			if kinds["CustomResourceDefinition"] != 0 || kinds["Namespace"] != 0 || kinds["ServiceMonitor"] != 1 ||
-				kinds["PrometheusRule"] != 1 || kinds["NetworkPolicy"] != 1 ||
+				kinds["PrometheusRule"] != 1 || kinds["NetworkPolicy"] != 2 ||
 				kinds["MutatingWebhookConfiguration"] != 1 || kinds["ValidatingWebhookConfiguration"] != 1 {
-				t.Errorf("config/%s: kinds %v, want no CRD, no Namespace, one ServiceMonitor, PrometheusRule and NetworkPolicy, the webhook configurations", k, kinds)
+				t.Errorf("config/%s: kinds %v, want no CRD, no Namespace, one ServiceMonitor and PrometheusRule, two NetworkPolicies (the deployer's metrics, the webhooks), the webhook configurations", k, kinds)
 			}
 		}
 	}
@@ -309,17 +354,26 @@ func TestDeployerDeployment(t *testing.T) {
 		}
 	}
 	for _, k := range kustomizations {
-		var d *unstructured.Unstructured
-		for _, u := range render(t, k) {
-			if u.GetKind() == "Deployment" {
-				if d != nil {
-					t.Fatalf("config/%s: more than one Deployment", k)
-				}
-				d = u
-			}
-		}
+		objs := render(t, k)
+		d := deploymentIn(objs, DeployerDeployment)
 		if d == nil {
-			t.Fatalf("config/%s: no Deployment", k)
+			t.Fatalf("config/%s: no Deployment %s", k, DeployerDeployment)
+		}
+		// Every Deployment runs the one provider image, as set in
+		// config/image (the webhooks' too).
+		deployerImage := imagesOf(d)[0]
+		for _, u := range objs {
+			if u.GetKind() != "Deployment" {
+				continue
+			}
+			if u.GetName() != DeployerDeployment && u.GetName() != WebhookDeployment {
+				t.Errorf("config/%s: an unexpected Deployment %s", k, u.GetName())
+			}
+			for _, image := range imagesOf(u) {
+				if image != deployerImage {
+					t.Errorf("config/%s: %s runs image %s, the deployer %s", k, u.GetName(), image, deployerImage)
+				}
+			}
 		}
 		str := func(fields ...string) string {
 			s, _, _ := unstructured.NestedString(d.Object, fields...)
@@ -376,6 +430,17 @@ func TestDeployerDeployment(t *testing.T) {
 			t.Errorf("config/%s: no memory limit", k)
 		}
 	}
+}
+
+// imagesOf returns the images of d's containers.
+func imagesOf(d *unstructured.Unstructured) []string {
+	var images []string
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		image, _, _ := unstructured.NestedString(c.(map[string]any), "image")
+		images = append(images, image)
+	}
+	return images
 }
 
 // TestServiceMonitor checks what the dry run cannot (no Prometheus operator

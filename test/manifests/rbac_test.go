@@ -378,21 +378,6 @@ func deployerWithItsRBAC(t *testing.T, dir string) {
 	if err := c.Get(ctx, key(controllers), &corev1.ServiceAccount{}); err != nil {
 		t.Errorf("the controllers' service account: %v", err)
 	}
-	// On OpenShift the webhook Service selects the pods the deployer
-	// applied.
-	var svc corev1.Service
-	if err := c.Get(ctx, key("machine-api-provider-webhook"), &svc); err == nil {
-		if len(svc.Spec.Selector) == 0 {
-			t.Error("the webhook Service selects no pods")
-		}
-		for k, v := range svc.Spec.Selector {
-			if d.Spec.Template.Labels[k] != v {
-				t.Errorf("the webhook Service selects %s=%s; the pods of %s have %v", k, v, name, d.Spec.Template.Labels)
-			}
-		}
-	} else if !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
 	if !slices.ContainsFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool {
 		return c.Name == deployer.MachineContainer && slices.Contains(c.Env, corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"})
 	}) {

@@ -67,10 +67,13 @@ func TestWebhookManifestsMatchDocs(t *testing.T) {
 }
 
 // TestWebhookServiceMatchesDeployment: in each OpenShift overlay, the
-// webhook Service selects the pods of the Deployment the overlay's deployer
-// applies (named after its --cloud), targets the port the manager serves
-// the webhooks on, and has the service CA issue the certificate into the
-// secret those pods mount; the webhook configurations call that Service.
+// webhook Service selects the pods of the webhook Deployment the overlay
+// declares (and no other pods: not the deployer's, not those the deployer
+// applies), targets the port they serve the webhooks on, and has the service
+// CA issue the certificate into the secret those pods mount at their
+// --cert-dir; the webhook configurations call that Service; the webhooks
+// validate the cloud the deployer deploys for; the webhook pods run without
+// a token and without RBAC.
 func TestWebhookServiceMatchesDeployment(t *testing.T) {
 	for _, k := range kustomizations {
 		if k == "default" {
@@ -82,14 +85,6 @@ func TestWebhookServiceMatchesDeployment(t *testing.T) {
 
 func webhookServiceMatchesDeployment(t *testing.T, dir string) {
 	objs := render(t, dir)
-	d := deployer.Deployment(deployer.Spec{
-		Namespace:      Namespace,
-		Images:         deployer.Images{MachineAPIOperator: "mao:test", KubeRBACProxy: "krp:test"},
-		ProviderImage:  "machine-api-provider:latest",
-		TokenSecret:    "cloudscale-token",
-		ServiceAccount: controllersSA(t, objs),
-		Cloud:          deployerFlags(t, objs)["cloud"],
-	})
 	var svc corev1.Service
 	var clientServices []map[string]any
 	for _, u := range objs {
@@ -114,29 +109,87 @@ func webhookServiceMatchesDeployment(t *testing.T, dir string) {
 			t.Errorf("a webhook calls %v, not the Service %s/%s:%d", s, svc.Namespace, svc.Name, svc.Spec.Ports[0].Port)
 		}
 	}
-
-	labels := d.Spec.Template.Labels
 	if len(svc.Spec.Selector) == 0 {
-		t.Error("the Service has no selector")
+		t.Fatal("the Service has no selector")
 	}
-	for k, v := range svc.Spec.Selector {
-		if labels[k] != v {
-			t.Errorf("the Service selects %s=%s; the pods of the deployer's %s have %v", k, v, d.Name, labels)
+	selects := func(labels map[string]string) bool {
+		for k, v := range svc.Spec.Selector {
+			if labels[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+
+	u := deploymentIn(objs, WebhookDeployment)
+	if u == nil {
+		t.Fatalf("config/%s has no Deployment %s", dir, WebhookDeployment)
+	}
+	var d appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+		t.Fatal(err)
+	}
+	if !selects(d.Spec.Template.Labels) {
+		t.Errorf("the Service selects %v; the pods of %s have %v", svc.Spec.Selector, d.Name, d.Spec.Template.Labels)
+	}
+	// Neither the deployer's pods nor the controllers' it applies.
+	controllers := deployer.Deployment(deployer.Spec{
+		Namespace:      Namespace,
+		Images:         deployer.Images{MachineAPIOperator: "mao:test", KubeRBACProxy: "krp:test"},
+		ProviderImage:  "machine-api-provider:latest",
+		TokenSecret:    "cloudscale-token",
+		ServiceAccount: controllersSA(t, objs),
+		Cloud:          deployerFlags(t, objs)["cloud"],
+	})
+	for _, other := range []map[string]string{controllers.Spec.Template.Labels, podLabels(t, objs, DeployerDeployment)} {
+		if selects(other) {
+			t.Errorf("the Service also selects pods labelled %v", other)
 		}
 	}
-	machine := container(t, d, deployer.MachineContainer)
+
+	hook := container(t, &d, "webhook")
+	flags := flagsOf(t, objs, WebhookDeployment)
 	target := svc.Spec.Ports[0].TargetPort
-	if !slices.ContainsFunc(machine.Ports, func(p corev1.ContainerPort) bool {
-		return (target.IntVal != 0 && p.ContainerPort == target.IntVal) || (target.StrVal != "" && p.Name == target.StrVal)
+	if !slices.ContainsFunc(hook.Ports, func(p corev1.ContainerPort) bool {
+		matches := (target.IntVal != 0 && p.ContainerPort == target.IntVal) || (target.StrVal != "" && p.Name == target.StrVal)
+		return matches && fmt.Sprint(p.ContainerPort) == flags["port"]
 	}) {
-		t.Errorf("the Service targets port %s; the machine-controller container has %v", target.String(), machine.Ports)
+		t.Errorf("the Service targets port %s; the webhook container has %v and serves on --port=%s", target.String(), hook.Ports, flags["port"])
 	}
 	secret := svc.Annotations["service.beta.openshift.io/serving-cert-secret-name"]
 	if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
-		return v.Secret != nil && v.Secret.SecretName == secret && slices.ContainsFunc(machine.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == v.Name })
+		return v.Secret != nil && v.Secret.SecretName == secret && slices.ContainsFunc(hook.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == v.Name && m.MountPath == flags["cert-dir"]
+		})
 	}) {
-		t.Errorf("the service CA writes the certificate into secret %q, which the machine-controller container does not mount", secret)
+		t.Errorf("the service CA writes the certificate into secret %q, which the webhook container does not mount at --cert-dir=%s", secret, flags["cert-dir"])
 	}
+	if cloud, want := flags["cloud"], cloudOf(t, objs); cloud != want {
+		t.Errorf("the webhooks validate --cloud=%s, the deployer deploys for %s", cloud, want)
+	}
+
+	// No token, no RBAC: the webhooks never call the API server.
+	sa := d.Spec.Template.Spec.ServiceAccountName
+	if sa == "" || sa == "default" {
+		t.Errorf("the webhook pods run as service account %q, want their own", sa)
+	}
+	if a := d.Spec.Template.Spec.AutomountServiceAccountToken; a == nil || *a {
+		t.Error("the webhook pods mount a service account token")
+	}
+	if rules := rbacOf(t, objs).rulesOf(sa); len(rules) > 0 {
+		t.Errorf("service account %s has RBAC: %v", sa, rules)
+	}
+}
+
+// podLabels returns the pod template labels of Deployment name in objs.
+func podLabels(t *testing.T, objs []*unstructured.Unstructured, name string) map[string]string {
+	t.Helper()
+	u := deploymentIn(objs, name)
+	if u == nil {
+		t.Fatalf("no Deployment %s", name)
+	}
+	labels, _, _ := unstructured.NestedStringMap(u.Object, "spec", "template", "metadata", "labels")
+	return labels
 }
 
 func container(t *testing.T, d *appsv1.Deployment, name string) corev1.Container {
@@ -146,6 +199,6 @@ func container(t *testing.T, d *appsv1.Deployment, name string) corev1.Container
 			return c
 		}
 	}
-	t.Fatalf("the deployer's Deployment has no container %s", name)
+	t.Fatalf("Deployment %s has no container %s", d.Name, name)
 	return corev1.Container{}
 }

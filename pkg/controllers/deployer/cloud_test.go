@@ -44,8 +44,7 @@ func TestDeploymentForExoscale(t *testing.T) {
 }
 
 // TestDeploymentNamedAfterTheCloud: the Deployment, its selector and its
-// pods' instance label (which the webhook Service selects) carry the
-// cloud's name. Without a cloud they are exactly what they always were, so
+// pods' instance label carry the cloud's name. Without a cloud they are exactly what they always were, so
 // that an existing installation is upgraded in place (a Deployment's
 // selector cannot change).
 func TestDeploymentNamedAfterTheCloud(t *testing.T) {

@@ -104,8 +104,7 @@ const DefaultCloud = "cloudscale"
 
 // DeploymentName is the name of our Deployment for cloud ("" is
 // DefaultCloud), machine-api-controllers-<cloud>, and the value of the
-// instance label its pods carry (which the webhook Service in config/
-// selects). It never clashes with the operator's OperatorDeploymentName,
+// instance label its pods carry. It never clashes with the operator's OperatorDeploymentName,
 // and an operator sees which cloud the controllers run for. The RBAC in
 // config/ names it too.
 func DeploymentName(cloud string) string {
@@ -194,13 +193,6 @@ const (
 	machineSetWebhookVolume = "machineset-webhook-cert"
 	machineSetWebhookSecret = "machine-api-operator-webhook-cert"
 	trustedCAVolume         = "trusted-ca"
-	// The provider's own admission webhooks (docs/webhook.md): the
-	// service CA writes the certificate into this secret for the Service
-	// machine-api-provider-webhook.
-	providerWebhookVolume  = "provider-webhook-cert"
-	providerWebhookSecret  = "machine-api-provider-webhook-cert"
-	providerWebhookCertDir = "/etc/machine-api-provider/tls"
-	providerWebhookPort    = 9443
 
 	webhookCertDir = "/etc/machine-api-operator/tls"
 	proxyConfigDir = "/etc/kube-rbac-proxy"
@@ -406,8 +398,6 @@ func machineContainer(s Spec) corev1.Container {
 		"--leader-elect=true",
 		"--metrics-bind-address=" + machineMetricsAddr,
 		fmt.Sprintf("--health-probe-bind-address=:%d", machineHealthPort),
-		fmt.Sprintf("--webhook-port=%d", providerWebhookPort),
-		"--webhook-cert-dir=" + providerWebhookCertDir,
 	}
 	if s.TokenSecret != "" {
 		args = append(args, "--default-credentials-secret="+s.TokenSecret)
@@ -426,7 +416,6 @@ func machineContainer(s Spec) corev1.Container {
 		Env:     env,
 		Ports: []corev1.ContainerPort{
 			{Name: machineHealthPortName, ContainerPort: machineHealthPort},
-			{Name: "provider-hooks", ContainerPort: providerWebhookPort},
 		},
 		ReadinessProbe:           &corev1.Probe{ProbeHandler: httpProbe("/readyz", machineHealthPortName)},
 		LivenessProbe:            &corev1.Probe{ProbeHandler: httpProbe("/healthz", machineHealthPortName)},
@@ -436,7 +425,6 @@ func machineContainer(s Spec) corev1.Container {
 			// the cluster's trust bundle (proxy CAs included) for the
 			// calls to the cloud's API
 			{Name: trustedCAVolume, MountPath: trustedCADir, ReadOnly: true},
-			{Name: providerWebhookVolume, MountPath: providerWebhookCertDir, ReadOnly: true},
 		},
 	}
 }
@@ -509,9 +497,6 @@ func volumes() []corev1.Volume {
 		{Name: proxyTLSVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName:  proxyTLSVolume,
 			DefaultMode: mode,
-		}}},
-		{Name: providerWebhookVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: providerWebhookSecret, DefaultMode: ptr.To[int32](0o400),
 		}}},
 		{Name: trustedCAVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: TrustedCAConfigMap},

@@ -169,9 +169,8 @@ func TestDeploymentShape(t *testing.T) {
 			args: map[string]string{
 				"--namespace": "openshift-machine-api", "--leader-elect": "true",
 				"--metrics-bind-address": "127.0.0.1:8081", "--health-probe-bind-address": ":9440",
-				"--webhook-port": "9443", "--webhook-cert-dir": "/etc/machine-api-provider/tls",
 			},
-			ports: map[string]int32{"machine-healthz": 9440, "provider-hooks": 9443},
+			ports: map[string]int32{"machine-healthz": 9440},
 		},
 		{
 			name: "nodelink-controller", image: testMAO, command: "/nodelink-controller",

@@ -68,8 +68,6 @@ var ReservedManagerFlags = map[string]string{
 	"leader-election-id":         "a lease of another name would let the old and the new pod lead at once during the rollout",
 	"metrics-bind-address":       "the kube-rbac-proxy sidecar publishes the metrics from " + machineMetricsAddr,
 	"health-probe-bind-address":  "the probes and the NetworkPolicy use port 9440",
-	"webhook-port":               "the webhook Service and the NetworkPolicy use port 9443",
-	"webhook-cert-dir":           "the service CA's certificate is mounted there",
 	"cloud":                      "the deployer's --cloud, after which the Deployment, its RBAC and lease are named",
 	"default-credentials-secret": "the deployer's --credentials-secret",
 	"kubeconfig":                 "the controllers use their service account",

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/webhooks"
+)
+
+func webhookCommand() *cobra.Command {
+	var (
+		o         webhooks.ServeOptions
+		cloudName string
+		zapOpts   zap.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "webhook",
+		Short: "Serve the admission webhooks that default and validate Machines and MachineSets",
+		Long: `Serve the admission webhooks for Machines and MachineSets whose provider
+spec is the cloud's: a defaulting one and a validating one, each for Machines
+and for MachineSets (docs/webhook.md). They run the very defaulting and
+validation the actuator runs, and make no cloud API call.
+
+The webhook server needs neither credentials nor a Kubernetes client: it
+answers the API server's admission requests from what they hold, and its pods
+run without a service account token. /readyz answers once the server listens.`,
+		Example: `  # in the cluster (config/webhook), with the service CA's certificate
+  machine-api-provider webhook --cloud exoscale`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := newLogger(&zapOpts)
+			ctrl.SetLogger(log)
+			klog.SetLogger(log)
+			o.Log = log
+			var c cloud.Cloud
+			switch cloudName {
+			case "cloudscale":
+				c = cscloud.New(cscloud.Options{})
+			case "exoscale":
+				c = exocloud.New(exocloud.Options{})
+			default:
+				return fmt.Errorf("--cloud %q: the clouds are: cloudscale, exoscale", cloudName)
+			}
+			o.Cloud = c
+			return webhooks.Serve(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cloudName, "cloud", "cloudscale", "the cloud whose provider specs to default and validate: cloudscale or exoscale")
+	f.IntVar(&o.Port, "port", 9443, "HTTPS port of the webhooks")
+	f.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the serving certificate, tls.crt and tls.key (reloaded when they change)")
+	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9440", "address of /healthz and /readyz (\"0\" disables them)")
+	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
+	bindLogFlags(f, &zapOpts)
+	return cmd
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"sigs.k8s.io/yaml"
+)
+
+// BundleDirs are the directories of an OLM registry+v1 bundle that go into
+// its image, at the root, as operator-sdk's bundle.Dockerfile copies them.
+var BundleDirs = []string{"manifests", "metadata"}
+
+// BuildBundle returns the OLM bundle image of the bundle directory dir
+// (make bundle writes it): from scratch, one layer with dir's manifests/ and
+// metadata/, and the annotations of metadata/annotations.yaml as labels, as
+// OLM's tools expect them on a bundle image. Reproducible like Build: every
+// timestamp is created, every file is root's, entries are sorted.
+func BuildBundle(dir string, created time.Time, arch string) (v1.Image, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	var meta struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := yaml.UnmarshalStrict(raw, &meta); err != nil {
+		return nil, fmt.Errorf("bundle %s: metadata/annotations.yaml: %w", dir, err)
+	}
+	if meta.Annotations["operators.operatorframework.io.bundle.mediatype.v1"] != "registry+v1" {
+		return nil, fmt.Errorf("bundle %s: metadata/annotations.yaml is not a registry+v1 bundle's", dir)
+	}
+	var entries []entry
+	for _, sub := range BundleDirs {
+		root := filepath.Join(dir, sub)
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			rel = filepath.ToSlash(rel)
+			if d.IsDir() {
+				entries = append(entries, entry{name: rel + "/", mode: 0o755})
+				return nil
+			}
+			if !d.Type().IsRegular() {
+				return fmt.Errorf("%s: not a regular file", p)
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, entry{name: rel, mode: 0o644, data: data})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", dir, err)
+		}
+	}
+	l, err := layer(created, entries)
+	if err != nil {
+		return nil, err
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err = mutate.Append(img, mutate.Addendum{Layer: l, MediaType: types.OCILayer, History: v1.History{
+		Created: v1.Time{Time: created}, CreatedBy: "machine-api-provider hack/image --bundle: /manifests, /metadata", Comment: "bundle"}})
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture = arch
+	cf.OS = "linux"
+	cf.Created = v1.Time{Time: created}
+	cf.Config = v1.Config{Labels: meta.Annotations}
+	return mutate.ConfigFile(img, cf)
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/blang/semver/v4"
+)
+
+// NotesOptions say what release the notes are for.
+type NotesOptions struct {
+	// Version is the release, vX.Y.Z.
+	Version string
+	// Image is the provider's image by digest.
+	Image string
+	// Repository is the repository's URL, for the install commands.
+	Repository string
+}
+
+// sectionHeading is a Keep a Changelog version heading: "## [1.2.3] -
+// 2025-01-31", "## [v1.2.3]", "## [Unreleased]".
+var sectionHeading = regexp.MustCompile(`(?m)^## \[([^\]]+)\].*$`)
+
+// ChangelogSection returns the body of the section of changelog whose
+// heading names version (with or without its v).
+func ChangelogSection(changelog, version string) (string, bool) {
+	want := strings.TrimPrefix(version, "v")
+	headings := sectionHeading.FindAllStringSubmatchIndex(changelog, -1)
+	for i, h := range headings {
+		if !strings.EqualFold(strings.TrimPrefix(changelog[h[2]:h[3]], "v"), want) {
+			continue
+		}
+		end := len(changelog)
+		if i+1 < len(headings) {
+			end = headings[i+1][0]
+		}
+		// Link references ([1.2.3]: https://...) close the file.
+		body := changelog[h[1]:end]
+		if j := regexp.MustCompile(`(?m)^\[[^\]]+\]: `).FindStringIndex(body); j != nil {
+			body = body[:j[0]]
+		}
+		return strings.TrimSpace(body), true
+	}
+	return "", false
+}
+
+// Notes are the release notes of o.Version: its section of changelog, or
+// for a pre-release without one (v0.0.0-dev) the Unreleased section, and
+// the commands that install it. A release proper must have its section:
+// CHANGELOG.md is where the notes come from.
+func Notes(changelog string, o NotesOptions) (string, error) {
+	v, err := semver.Parse(strings.TrimPrefix(o.Version, "v"))
+	if err != nil || !strings.HasPrefix(o.Version, "v") {
+		return "", fmt.Errorf("version %q: want vMAJOR.MINOR.PATCH[-PRERELEASE]", o.Version)
+	}
+	if o.Image == "" {
+		return "", errors.New("no image")
+	}
+	body, ok := ChangelogSection(changelog, o.Version)
+	source := o.Version
+	if !ok {
+		if len(v.Pre) == 0 {
+			return "", fmt.Errorf("no section for %s: move the entries of [Unreleased] under a heading `## [%s] - YYYY-MM-DD` (Keep a Changelog) and commit that before the release", o.Version, v)
+		}
+		if body, ok = ChangelogSection(changelog, "Unreleased"); !ok {
+			return "", fmt.Errorf("no section for %s and no [Unreleased] section", o.Version)
+		}
+		source = "Unreleased"
+	}
+	if body == "" {
+		return "", fmt.Errorf("the section [%s] is empty", source)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# machine-api-provider %s\n\n", o.Version)
+	if source != o.Version {
+		fmt.Fprintf(&b, "A pre-release: the changes not released yet (CHANGELOG.md, [Unreleased]).\n\n")
+	}
+	fmt.Fprintf(&b, "%s\n\n", body)
+	fmt.Fprintf(&b, `## Image
+
+%s
+
+## Installing
+
+Needs nothing but oc, logged in as a cluster admin (docs/install.md, docs/exoscale.md; upgrading
+from an earlier release: docs/upgrading.md). The manifests name the image above by digest.
+
+    # cloudscale.ch
+    oc apply -k '%s//config/overlays/cloudscale?ref=%s'
+    # or, from this release's files
+    oc apply -f install-cloudscale.yaml
+
+    # Exoscale
+    oc apply -k '%s//config/overlays/exoscale?ref=%s'
+    oc apply -f install-exoscale.yaml
+
+From OperatorHub: the catalog of this release (catalog/) lists the packages
+machine-api-provider-cloudscale and machine-api-provider-exoscale (docs/install.md, "From
+OperatorHub").
+
+The SBOM of the image (CycloneDX) is machine-api-provider.cdx.json.
+`, o.Image, o.Repository, o.Version, o.Repository, o.Version)
+	return b.String(), nil
+}
