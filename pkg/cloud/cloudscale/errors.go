@@ -58,6 +58,7 @@ var specFields = map[string]string{
 	"server_groups":    "serverGroups",
 	"ssh_keys":         "sshKeys",
 	"tags":             "tags",
+	"user_data":        "userDataSecret",
 	"name":             "",
 	"detail":           "",
 	"non_field_errors": "",
@@ -177,12 +178,21 @@ func flatten(v any) string {
 }
 
 // scrub removes the token and the other secrets from API messages (see
-// cloud.Scrub).
+// cloud.Scrub). A message that quoted part of one is withheld (its field
+// stays the key), and a field name the provider does not know that quotes
+// one is dropped.
 func (c *Client) scrub(msgs map[string]string, redact []string) map[string]string {
 	secrets := append([]string{c.token}, redact...)
 	out := make(map[string]string, len(msgs))
 	for k, v := range msgs {
-		out[k] = cloud.Scrub(v, secrets...)
+		if _, known := specFields[k]; !known && cloud.Quotes(k, secrets...) {
+			k = "non_field_errors"
+		}
+		v = cloud.Scrub(v, secrets...)
+		if prev, dup := out[k]; dup {
+			v = prev + "; " + v
+		}
+		out[k] = v
 	}
 	return out
 }

@@ -344,7 +344,10 @@ func TestSpecFieldOfVolumeTags(t *testing.T) {
 	if f := specField("server.update", "tags"); f != "tags" {
 		t.Errorf("tags of a server map to %q", f)
 	}
-	if f := specField("server.create", "user_data"); f != "user_data" {
+	if f := specField("server.create", "user_data"); f != "userDataSecret" {
+		t.Errorf("the user data maps to %q", f)
+	}
+	if f := specField("server.create", "volumes"); f != "volumes" {
 		t.Errorf("unknown fields map to %q", f)
 	}
 }

@@ -245,7 +245,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	if err != nil {
 		return nil, err
 	}
-	if err := operationFailed(op, "instance.create"); err != nil {
+	if err := c.operationFailed(ctx, op, "instance.create"); err != nil {
 		return nil, err
 	}
 	if op.Reference == nil || op.Reference.ID == "" {
@@ -275,12 +275,14 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 // operationFailed turns an operation already answered as failed into an
 // error: a failure the API explains by the request is the spec's problem,
 // others are retried. Either way the instance was never made, so the retry
-// need not wait for it.
-func operationFailed(op *v3.Operation, what string) error {
+// need not wait for it. The operation's message is scrubbed as an error's
+// is (a failed create may quote its user data).
+func (c *Client) operationFailed(ctx context.Context, op *v3.Operation, what string) error {
 	if op == nil || op.State != v3.OperationStateFailure {
 		return nil
 	}
-	msg := fmt.Sprintf("Exoscale %s: the operation %s failed (%s): %s", what, op.ID, op.Reason, cloud.Truncate(op.Message))
+	detail := c.scrub(op.Message, cloud.Redactions(ctx))
+	msg := fmt.Sprintf("Exoscale %s: the operation %s failed (%s): %s", what, op.ID, op.Reason, detail)
 	switch op.Reason {
 	case v3.OperationReasonIncorrect, v3.OperationReasonForbidden, v3.OperationReasonNotFound, v3.OperationReasonUnsupported:
 		return &cloud.InvalidConfigError{Message: msg}
@@ -328,7 +330,7 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 		return err
 	}
 	if err == nil {
-		if err := operationFailed(op, "instance.delete"); err != nil {
+		if err := c.operationFailed(ctx, op, "instance.delete"); err != nil {
 			return err
 		}
 	}
