@@ -143,6 +143,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	if err := a.backoff.held(m.UID, a.now()); err != nil {
 		return err
 	}
+	ctx = a.withWarnings(ctx, m)
 	s, err := a.scope(ctx, m)
 	if err != nil {
 		return a.fail(m, "FailedCreate", err)
@@ -293,6 +294,7 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 // Update reports the server on the Machine, keeps its tags in sync and says
 // when the spec asks for something only a new server can have.
 func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
+	ctx = a.withWarnings(ctx, m)
 	s, err := a.scope(ctx, m)
 	if err != nil {
 		return a.fail(m, "FailedUpdate", err)

@@ -11,7 +11,7 @@ import (
 var (
 	cloudRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_provider_cloud_requests_total",
-		Help: "Cloud API calls by cloud, operation and result (ok, not_found, invalid, auth, retryable, error).",
+		Help: "Cloud API calls by cloud, operation and result (ok, not_found, invalid, auth, forbidden, retryable, error); forbidden: the credentials lack the permission for the operation.",
 	}, []string{"cloud", "operation", "result"})
 	cloudLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "machine_api_provider_cloud_request_duration_seconds",
@@ -20,24 +20,41 @@ var (
 	}, []string{"cloud", "operation"})
 	cloudHeld = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_provider_cloud_requests_held_total",
-		Help: "Cloud API calls the account's gate held back without calling, by cloud and reason (rate_limited, auth, canceled).",
+		Help: "Cloud API calls the account's gate held back without calling, by cloud and reason (rate_limited, auth, forbidden, canceled).",
 	}, []string{"cloud", "reason"})
+	cloudForbidden = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_provider_cloud_permission_denied_total",
+		Help: "Cloud API calls the cloud refused for want of a permission (HTTP 403, the credentials accepted), by cloud, operation and the permission to grant.",
+	}, []string{"cloud", "operation", "permission"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld)
+	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld, cloudForbidden)
 }
 
 func observeCall(cloudName, op string, start time.Time, err error) {
 	cloudLatency.WithLabelValues(cloudName, op).Observe(time.Since(start).Seconds())
 	cloudRequests.WithLabelValues(cloudName, op, Result(err)).Inc()
+	observeForbidden(cloudName, op, err)
+}
+
+func observeForbidden(cloudName, op string, err error) {
+	var perm *PermissionError
+	if errors.As(err, &perm) {
+		cloudForbidden.WithLabelValues(cloudName, op, perm.Permission).Inc()
+	}
 }
 
 func observeHeld(cloudName, _ string, err error) {
-	var auth *AuthError
-	var held *GateClosedError
+	var (
+		auth *AuthError
+		perm *PermissionError
+		held *GateClosedError
+	)
 	reason := "canceled"
 	switch {
+	case errors.As(err, &perm):
+		reason = "forbidden"
 	case errors.As(err, &auth):
 		reason = "auth"
 	case errors.As(err, &held):
@@ -52,6 +69,7 @@ func Result(err error) string {
 		invalid   *InvalidConfigError
 		retryable *RetryableError
 		auth      *AuthError
+		perm      *PermissionError
 	)
 	switch {
 	case err == nil:
@@ -62,6 +80,8 @@ func Result(err error) string {
 		return "invalid"
 	case errors.As(err, &auth):
 		return "auth"
+	case errors.As(err, &perm):
+		return "forbidden"
 	case errors.As(err, &retryable):
 		return "retryable"
 	default:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -34,6 +35,13 @@ func (c *Client) classify(ctx context.Context, op string, ex *cloud.Exchange, er
 	}
 	msgs = c.scrub(msgs, redact)
 	a := cloud.Answer{Cloud: displayName, Op: op, Status: status, RetryAfter: retryAfter, CredentialsSource: c.source}
+	if status == http.StatusForbidden {
+		// A token is read-only or read/write: a 403 refuses this (write)
+		// operation to a read-only one, unless the API says the token
+		// itself is no good.
+		a.IdentityRefused = identityRefused(msgs)
+		a.Permission, a.Grant = TokenScope, tokenScopeGrant
+	}
 	switch status {
 	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
 		inv := invalidConfig(op, msgs)
@@ -45,6 +53,25 @@ func (c *Client) classify(ctx context.Context, op string, ex *cloud.Exchange, er
 		}
 	}
 	return cloud.Classify(a)
+}
+
+// TokenScope is the scope a cloudscale.ch API token needs: tokens are
+// read-only (GET only) or read/write, and the provider writes.
+const (
+	TokenScope      = "read/write"
+	tokenScopeGrant = "read/write access (this token is read-only: create a read/write API token in the cloud control panel and put it in the secret)"
+)
+
+// identityPattern is what the API says of a token it does not accept.
+var identityPattern = regexp.MustCompile(`(?i)invalid token|credentials were not provided|not authenticated`)
+
+func identityRefused(msgs map[string]string) bool {
+	for _, m := range msgs {
+		if identityPattern.MatchString(m) {
+			return true
+		}
+	}
+	return false
 }
 
 // specFields maps the API's field names to the provider spec's; "" is a

@@ -31,7 +31,9 @@ func (c *Client) classify(ctx context.Context, op string, ex *cloud.Exchange, er
 	// provider knows: the status and the field.
 	raw := apiMessage(err, body)
 	msg := c.scrub(raw, redact)
-	a := cloud.Answer{Cloud: displayName, Op: op, Status: status, RetryAfter: retryAfter, Message: msg, CredentialsSource: c.source}
+	a := cloud.Answer{Cloud: displayName, Op: op, Status: status, RetryAfter: retryAfter, Message: msg, CredentialsSource: c.source,
+		IdentityRefused: identityRefused(raw)}
+	a.Permission, a.Grant = permission(op)
 	switch {
 	case status == http.StatusForbidden && quotaOrAuthorization(raw):
 		// The credentials are fine: the account may not have (more of)

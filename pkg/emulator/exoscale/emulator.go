@@ -160,6 +160,16 @@ func (e *Emulator) Routes() []string {
 	return out
 }
 
+// RouteOperations maps each route to its operationId, what IAM policies
+// name ("GET /v2/instance" -> "list-instances").
+func (e *Emulator) RouteOperations() map[string]string {
+	out := make(map[string]string, len(e.router.routes))
+	for _, rt := range e.router.routes {
+		out[rt.Name()] = rt.operation
+	}
+	return out
+}
+
 func (e *Emulator) newMeta() meta {
 	e.world.Seq++
 	return meta{ID: newUUID(), Seq: e.world.Seq, CreatedAt: e.now().UTC().Truncate(time.Millisecond)}
