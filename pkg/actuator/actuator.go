@@ -198,10 +198,13 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	// Machine is then written once, complete, not once now and again by
 	// the next update. A sync that fails is left to that update.
 	drift, err := s.client.SyncServer(ctx, s.ref, s.spec, server)
-	if err != nil {
+	switch {
+	case created && halfMade(m, err):
+		return a.undoHalfMade(ctx, s, server, "FailedCreate", err)
+	case err != nil:
 		a.log.V(1).Info("syncing a new server failed; the next update retries", "machine", machineKey(m), "server", server.ID, "error", err.Error())
 		drift = nil
-	} else {
+	default:
 		s.view.Observed(*server)
 	}
 	// Record the server on the Machine at once: from now on it is found by ID.
@@ -314,6 +317,11 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 		a.recorder.Eventf(m, corev1.EventTypeNormal, "Adopted", "Found %s server %s of this Machine, created earlier", a.cloud.Name(), server.ID)
 	}
 	drift, err := s.client.SyncServer(ctx, s.ref, s.spec, server)
+	if halfMade(m, err) {
+		// The create's own sync did not get as far (a transient failure,
+		// a restart): the server never became what the spec asks.
+		return a.undoHalfMade(ctx, s, server, "FailedUpdate", err)
+	}
 	if err != nil {
 		return a.fail(m, "FailedUpdate", err)
 	}

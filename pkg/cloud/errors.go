@@ -26,6 +26,19 @@ func (e *InvalidConfigError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Field, e.Message)
 }
 
+// IncompleteError is a server the cloud made whose completion it refused
+// for good: a step after the create that makes it what the spec asks (an
+// Exoscale instance's attach to a private network or a security group) was
+// refused for what the spec says, and no retry can complete it. SyncServer
+// returns it; the actuator deletes such a server of a Machine that never
+// got a Node and fails the Machine, naming the field (Err).
+type IncompleteError struct {
+	Err *InvalidConfigError
+}
+
+func (e *IncompleteError) Error() string { return e.Err.Error() }
+func (e *IncompleteError) Unwrap() error { return e.Err }
+
 // RetryableError is a failure that goes away by itself: rate limiting,
 // server errors, timeouts. RetryAfter is the cloud's hint, 0 without one.
 type RetryableError struct {
