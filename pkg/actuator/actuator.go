@@ -277,11 +277,21 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 		return false, nil
 	}
 	s, err := a.scope(ctx, m)
-	if err != nil {
-		if isInvalid(err) {
-			// Create reports it, and turns the Machine Failed.
+	if isInvalid(err) {
+		if !a.mayHaveServer(m) {
+			// It has no server: Create reports the spec, and turns the
+			// Machine Failed.
 			return false, nil
 		}
+		// The spec stopped validating after the server was made (a
+		// stricter check of a newer provider): the server is still found,
+		// by its tags and with the credentials the spec names. Saying it
+		// does not exist would fail a Machine whose server runs, and have
+		// a MachineHealthCheck replace a healthy Node (Update reports the
+		// spec).
+		s, err = a.deleteScope(ctx, m)
+	}
+	if err != nil {
 		return false, a.fail(m, "FailedExists", err)
 	}
 	server, err := s.server(ctx)
@@ -296,9 +306,16 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 
 // Update reports the server on the Machine, keeps its tags in sync and says
 // when the spec asks for something only a new server can have.
+//
+// A Machine whose spec no longer validates keeps its server as it is: the
+// server is found and recorded, nothing is synced to it, and the conditions
+// SpecValid and SpecInSync with an InvalidSpec event say what to fix.
 func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 	ctx = a.withWarnings(ctx, m)
 	s, err := a.scope(ctx, m)
+	if isInvalid(err) && a.mayHaveServer(m) {
+		return a.updateInvalid(ctx, m)
+	}
 	if err != nil {
 		return a.fail(m, "FailedUpdate", err)
 	}
@@ -329,6 +346,25 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 	// what only a read has) or changed it: the next lookups take this.
 	s.view.Observed(*server)
 	return a.record(ctx, s, server, drift)
+}
+
+// updateInvalid records the server of a Machine whose spec no longer
+// validates, without syncing anything to it (see Update).
+func (a *Actuator) updateInvalid(ctx context.Context, m *machinev1.Machine) error {
+	s, err := a.deleteScope(ctx, m)
+	if err != nil {
+		return a.fail(m, "FailedUpdate", err)
+	}
+	var server *cloud.Server
+	if v, ok := a.seen.LoadAndDelete(m.UID); ok && v.(seenServer).server != nil && a.now().Sub(v.(seenServer).at) < seenFor {
+		server = v.(seenServer).server
+	} else if server, err = s.server(ctx); err != nil {
+		return a.fail(m, "FailedUpdate", err)
+	}
+	if server == nil {
+		return a.fail(m, "FailedUpdate", fmt.Errorf("the server of this Machine is gone"))
+	}
+	return a.record(ctx, s, server, nil)
 }
 
 // forget drops what the actuator keeps about a Machine that is gone,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	machinecontroller "github.com/openshift/machine-api-operator/pkg/controller/machine"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -25,6 +26,18 @@ import (
 // Under a storm of 429s (each closes the account's gate for every
 // Machine) long per-Machine sequences would rarely get through.
 func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
+	err := a.delete(ctx, m)
+	if isInvalid(err) {
+		// The machine controller takes an invalid configuration from
+		// Delete, for a Machine without addresses, for "nothing to delete"
+		// and lets it go without asking again: a refusal while deleting
+		// must never mean that. fail has reported it; it is retried.
+		return &machinecontroller.RequeueAfterError{RequeueAfter: retryBlockedDelete}
+	}
+	return err
+}
+
+func (a *Actuator) delete(ctx context.Context, m *machinev1.Machine) error {
 	if abandoned(m) {
 		return a.abandon(ctx, m)
 	}
