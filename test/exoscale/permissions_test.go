@@ -2,6 +2,7 @@ package exoscale
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -205,3 +206,47 @@ func counter(t *testing.T, name string, want map[string]string) float64 {
 
 // testSSHKey is a well-formed OpenSSH public key (of no one).
 const testSSHKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb5bWVhXqN+o1nC3w8b2vW5t0fJ2s3QkWc0pR0cJx7d test@example"
+
+// TestMachineSetToldOfMissingPermission: when the role lacks the instance
+// type list that publishing a MachineSet's capacity needs, the MachineSet
+// says so (condition and event naming the IAM operation), and its capacity
+// is published once the role allows it, without a restart.
+func TestMachineSetToldOfMissingPermission(t *testing.T) {
+	e := env(t, emu.Config{})
+	if err := e.Exoscale.SetPolicy("openshift", policyWithout(t, "list-instance-types")); err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, e, manager.Options{CapacityPublisher: true})
+	ctx := context.Background()
+	ms := &machinev1.MachineSet{}
+	ms.Name, ms.Namespace = "c1-worker", fixture.Namespace
+	ms.Labels = map[string]string{"machine.openshift.io/cluster-api-cluster": fixture.ClusterID}
+	ms.Spec.Selector.MatchLabels = map[string]string{"machine.openshift.io/cluster-api-machineset": ms.Name}
+	ms.Spec.Template.Labels = map[string]string{"machine.openshift.io/cluster-api-machineset": ms.Name, "machine.openshift.io/cluster-api-cluster": fixture.ClusterID}
+	ms.Spec.Template.Spec.ProviderSpec = fixture.Machine(ms.Name, spec(nil)).Spec.ProviderSpec
+	if err := e.Client.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *machinev1.MachineSet {
+		got := &machinev1.MachineSet{}
+		if err := e.Client.Get(ctx, types.NamespacedName{Namespace: fixture.Namespace, Name: ms.Name}, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	fixture.Eventually(t, 60*time.Second, "a PermissionDenied condition and event on the MachineSet", func() (bool, error) {
+		got := get()
+		for _, c := range got.Status.Conditions {
+			if c.Type == "CapacityPublished" && c.Reason == "PermissionDenied" && strings.Contains(c.Message, `"list-instance-types"`) {
+				return strings.Contains(fixture.EventText(e.Events(t, ms.Name)), "PermissionDenied"), nil
+			}
+		}
+		return false, fmt.Errorf("conditions %v", got.Status.Conditions)
+	})
+	if err := e.Exoscale.SetPolicy("openshift", nil); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, 3*time.Minute, "the capacity published once the role allows it", func() (bool, error) {
+		return get().Annotations["machine.openshift.io/vCPU"] == "4", nil
+	})
+}
