@@ -86,3 +86,17 @@ func TestScrubWithholdsExcerpts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScrubWorstCase: the longest message (MaxMessageLen) quoting
+// nothing, against the largest user data a cloud takes and a token: every
+// window is looked for in every form.
+func BenchmarkScrubWorstCase(b *testing.B) {
+	userData := strings.Repeat("Jm5Tq8Wc2Lx7Rv4K", 49149/16)
+	msg := strings.Repeat("Invalid value in disk-size - should be an Integer! ", MaxMessageLen/50)
+	b.ResetTimer()
+	for range b.N {
+		if Scrub(msg, "Q7vX2mLp9RtK4wZs8NcBd3Hf", userData) == Withheld {
+			b.Fatal("withheld")
+		}
+	}
+}
