@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -108,7 +109,7 @@ counts are at /_emulator/requests and /metrics.`,
 	f.DurationVar(&cfg.ActionTime, "action-time", 0, "how long stop (\"stopping\") and delete (\"destroying\") take (default: the boot time)")
 	f.DurationVar(&cfg.OperationTime, "operation-time", exoscale.DefaultOperationTime, "the least time an operation stays \"pending\"")
 	f.StringVar(&cfg.StateFile, "state-file", "", "keep the emulated world in this file, so it survives a restart")
-	f.StringArrayVar(&accounts, "account", nil, "an account, 'name=NAME,key=EXO...,secret=SECRET' (repeatable; default: one account whose key and secret are printed)")
+	f.StringArrayVar(&accounts, "account", nil, "an account, 'name=NAME,key=EXO...,secret=SECRET[,instance-quota=N][,policy-file=ROLE-POLICY.json]' (repeatable; default: one account whose key and secret are printed)")
 	f.Int64Var(&instanceQuota, "instance-quota", 0, fmt.Sprintf("instances each account may have (default %d; -1: unlimited)", exoscale.DefaultQuotas["instance"]))
 	f.StringArrayVar(&templates, "template", []string{exoscale.DefaultTemplates[0].Name}, "a private template of the first account present in every zone, as RHCOS is registered (repeatable; --template '' for none)")
 	f.StringArrayVar(&faults, "fault", nil, "fault-injection rule, e.g. 'route=POST /v2/instance,errorRate=0.5,errorStatus=503' (repeatable; see docs/emulator.md)")
@@ -139,8 +140,16 @@ func parseExoscaleAccount(s string) (exoscale.Account, error) {
 				return a, fmt.Errorf("--account: instance-quota %q is not a number", v)
 			}
 			a.Quotas = map[string]int64{"instance": n}
+		case "policy-file":
+			b, err := os.ReadFile(v)
+			if err != nil {
+				return a, fmt.Errorf("--account: policy-file: %w", err)
+			}
+			if a.Policy, err = exoscale.ParsePolicy(b); err != nil {
+				return a, fmt.Errorf("--account: policy-file %s: %w", v, err)
+			}
 		default:
-			return a, fmt.Errorf("--account: unknown field %q (want name, key, secret, instance-quota)", k)
+			return a, fmt.Errorf("--account: unknown field %q (want name, key, secret, instance-quota, policy-file)", k)
 		}
 	}
 	if a.Name == "" || a.Key == "" || a.Secret == "" {

@@ -143,6 +143,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	if err := a.backoff.held(m.UID, a.now()); err != nil {
 		return err
 	}
+	ctx = a.withWarnings(ctx, m)
 	s, err := a.scope(ctx, m)
 	if err != nil {
 		return a.fail(m, "FailedCreate", err)
@@ -197,10 +198,13 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	// Machine is then written once, complete, not once now and again by
 	// the next update. A sync that fails is left to that update.
 	drift, err := s.client.SyncServer(ctx, s.ref, s.spec, server)
-	if err != nil {
+	switch {
+	case created && halfMade(m, err):
+		return a.undoHalfMade(ctx, s, server, "FailedCreate", err)
+	case err != nil:
 		a.log.V(1).Info("syncing a new server failed; the next update retries", "machine", machineKey(m), "server", server.ID, "error", err.Error())
 		drift = nil
-	} else {
+	default:
 		s.view.Observed(*server)
 	}
 	// Record the server on the Machine at once: from now on it is found by ID.
@@ -273,11 +277,21 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 		return false, nil
 	}
 	s, err := a.scope(ctx, m)
-	if err != nil {
-		if isInvalid(err) {
-			// Create reports it, and turns the Machine Failed.
+	if isInvalid(err) {
+		if !a.mayHaveServer(m) {
+			// It has no server: Create reports the spec, and turns the
+			// Machine Failed.
 			return false, nil
 		}
+		// The spec stopped validating after the server was made (a
+		// stricter check of a newer provider): the server is still found,
+		// by its tags and with the credentials the spec names. Saying it
+		// does not exist would fail a Machine whose server runs, and have
+		// a MachineHealthCheck replace a healthy Node (Update reports the
+		// spec).
+		s, err = a.deleteScope(ctx, m)
+	}
+	if err != nil {
 		return false, a.fail(m, "FailedExists", err)
 	}
 	server, err := s.server(ctx)
@@ -292,8 +306,16 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 
 // Update reports the server on the Machine, keeps its tags in sync and says
 // when the spec asks for something only a new server can have.
+//
+// A Machine whose spec no longer validates keeps its server as it is: the
+// server is found and recorded, nothing is synced to it, and the conditions
+// SpecValid and SpecInSync with an InvalidSpec event say what to fix.
 func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
+	ctx = a.withWarnings(ctx, m)
 	s, err := a.scope(ctx, m)
+	if isInvalid(err) && a.mayHaveServer(m) {
+		return a.updateInvalid(ctx, m)
+	}
 	if err != nil {
 		return a.fail(m, "FailedUpdate", err)
 	}
@@ -312,6 +334,11 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 		a.recorder.Eventf(m, corev1.EventTypeNormal, "Adopted", "Found %s server %s of this Machine, created earlier", a.cloud.Name(), server.ID)
 	}
 	drift, err := s.client.SyncServer(ctx, s.ref, s.spec, server)
+	if halfMade(m, err) {
+		// The create's own sync did not get as far (a transient failure,
+		// a restart): the server never became what the spec asks.
+		return a.undoHalfMade(ctx, s, server, "FailedUpdate", err)
+	}
 	if err != nil {
 		return a.fail(m, "FailedUpdate", err)
 	}
@@ -319,6 +346,25 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 	// what only a read has) or changed it: the next lookups take this.
 	s.view.Observed(*server)
 	return a.record(ctx, s, server, drift)
+}
+
+// updateInvalid records the server of a Machine whose spec no longer
+// validates, without syncing anything to it (see Update).
+func (a *Actuator) updateInvalid(ctx context.Context, m *machinev1.Machine) error {
+	s, err := a.deleteScope(ctx, m)
+	if err != nil {
+		return a.fail(m, "FailedUpdate", err)
+	}
+	var server *cloud.Server
+	if v, ok := a.seen.LoadAndDelete(m.UID); ok && v.(seenServer).server != nil && a.now().Sub(v.(seenServer).at) < seenFor {
+		server = v.(seenServer).server
+	} else if server, err = s.server(ctx); err != nil {
+		return a.fail(m, "FailedUpdate", err)
+	}
+	if server == nil {
+		return a.fail(m, "FailedUpdate", fmt.Errorf("the server of this Machine is gone"))
+	}
+	return a.record(ctx, s, server, nil)
 }
 
 // forget drops what the actuator keeps about a Machine that is gone,

@@ -2,10 +2,15 @@ package actuator
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	machinecontroller "github.com/openshift/machine-api-operator/pkg/controller/machine"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
 
 // Delete deletes every server of the Machine: the recorded one and any
@@ -21,6 +26,18 @@ import (
 // Under a storm of 429s (each closes the account's gate for every
 // Machine) long per-Machine sequences would rarely get through.
 func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
+	err := a.delete(ctx, m)
+	if isInvalid(err) {
+		// The machine controller takes an invalid configuration from
+		// Delete, for a Machine without addresses, for "nothing to delete"
+		// and lets it go without asking again: a refusal while deleting
+		// must never mean that. fail has reported it; it is retried.
+		return &machinecontroller.RequeueAfterError{RequeueAfter: retryBlockedDelete}
+	}
+	return err
+}
+
+func (a *Actuator) delete(ctx context.Context, m *machinev1.Machine) error {
 	if abandoned(m) {
 		return a.abandon(ctx, m)
 	}
@@ -31,6 +48,7 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
 	if err := a.backoff.held(m.UID, a.now()); err != nil {
 		return err
 	}
+	ctx = a.withWarnings(ctx, m)
 	s, err := a.deleteScope(ctx, m)
 	if err != nil {
 		return a.blockedDelete(ctx, m, err)
@@ -50,7 +68,18 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1.Machine) error {
 	// empty are looked at again before the Machine goes.
 	if s.spec == nil || s.spec.AntiAffinityKey() != "" {
 		deleted, err := s.view.CleanupGroups(ctx, gone, a.o.GroupMinAge)
-		if err != nil {
+		var perm *cloud.PermissionError
+		switch {
+		case errors.As(err, &perm):
+			// The credentials may not delete (or read) groups: retrying
+			// cannot help until a person grants it, and holding every
+			// Machine's deletion for it would turn one missing permission
+			// into stuck scale-downs. The server is gone; the empty groups
+			// stay until the permission is granted (the janitor's sweep
+			// deletes them then).
+			a.recorder.Event(m, corev1.EventTypeWarning, "PermissionDenied", cloud.Truncate(fmt.Sprintf(
+				"the empty anti-affinity groups are left behind: %v", err)))
+		case err != nil:
 			return a.fail(m, "FailedDelete", err)
 		}
 		a.groupsDeleted(m, deleted)

@@ -1,6 +1,7 @@
 package actuator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/metrics"
+	"github.com/appuio/machine-api-provider/pkg/userdata"
 )
 
 // How long to wait before trying again when a person must act: a missing
@@ -56,8 +59,10 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 		cinv      *cloud.InvalidConfigError
 		retryable *cloud.RetryableError
 		auth      *cloud.AuthError
+		perm      *cloud.PermissionError
 		creds     *cloud.CredentialsError
 		missing   *secretMissingError
+		sandbox   *userdata.SandboxError
 	)
 	switch {
 	case errors.As(err, &inv):
@@ -79,6 +84,16 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 		a.recorder.Event(m, corev1.EventTypeWarning, "CredentialsRefused", msg)
 		a.log.Info("cloud refused the credentials", "machine", machineKey(m), "reason", reason, "retryAfter", after, "error", msg)
 		return &machinecontroller.RequeueAfterError{RequeueAfter: after}
+	case errors.As(err, &perm):
+		// This operation only: the account's other calls go on (the gate
+		// holds back this one), and so does the Machine once a person
+		// grants the permission.
+		after := max(retryAuth, perm.RetryAfter)
+		a.backoff.failed(m.UID, a.now(), after)
+		msg := cloud.Truncate(fmt.Sprintf("%v; retrying in %s", err, after.Round(time.Second)))
+		a.recorder.Event(m, corev1.EventTypeWarning, "PermissionDenied", msg)
+		a.log.Info("cloud refused an operation to the credentials", "machine", machineKey(m), "reason", reason, "operation", perm.Op, "permission", perm.Permission, "retryAfter", after, "error", msg)
+		return &machinecontroller.RequeueAfterError{RequeueAfter: after}
 	case errors.As(err, &creds):
 		after, evReason := retryCredentials, "CredentialsInvalid"
 		if creds.Missing {
@@ -92,6 +107,18 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 		a.recorder.Event(m, corev1.EventTypeWarning, reason, msg)
 		a.log.Info("transient cloud error, retrying", "machine", machineKey(m), "reason", reason, "retryAfter", after, "error", msg)
 		return &machinecontroller.RequeueAfterError{RequeueAfter: after}
+	case errors.As(err, &sandbox):
+		// The sandbox ended without an answer: on a host starved of CPU
+		// or memory a sound template does too, so it is tried again, after
+		// the Machine's backoff. A template that loops or allocates without
+		// end keeps failing so, and says it in every event.
+		after := a.backoff.failed(m.UID, a.now(), 0)
+		metrics.UserDataRenderFailed(a.cloud.Name(), sandbox.Reason())
+		msg := cloud.Truncate(fmt.Sprintf("rendering %s failed: %v; retrying in %s (if it keeps failing, the template may loop or need more than the sandbox's limits: --user-data-timeout, --user-data-memory-limit)",
+			specPath.Child("userDataSecret"), err, after.Round(time.Millisecond)))
+		a.recorder.Event(m, corev1.EventTypeWarning, "UserDataRenderFailed", msg)
+		a.log.Info("user data sandbox failed, retrying", "machine", machineKey(m), "reason", sandbox.Reason(), "retryAfter", after)
+		return &machinecontroller.RequeueAfterError{RequeueAfter: after}
 	case errors.As(err, &missing):
 		a.recorder.Event(m, corev1.EventTypeWarning, "SecretNotFound", cloud.Truncate(missing.Error()))
 		return &machinecontroller.RequeueAfterError{RequeueAfter: retryMissingSecret}
@@ -101,4 +128,17 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 		a.log.Error(errors.New(msg), "cloud call failed", "machine", machineKey(m), "reason", reason)
 		return errors.New(msg)
 	}
+}
+
+// withWarnings reports on the Machine what its calls left undone for want
+// of a permission (cloud.Warn): a group its server's delete left behind
+// because the credentials may not delete groups. Other such failures are
+// retried by a later step and only logged.
+func (a *Actuator) withWarnings(ctx context.Context, m *machinev1.Machine) context.Context {
+	return cloud.WithWarnings(ctx, func(err error) {
+		var perm *cloud.PermissionError
+		if errors.As(err, &perm) {
+			a.recorder.Event(m, corev1.EventTypeWarning, "PermissionDenied", cloud.Truncate(fmt.Sprintf("left undone: %v", err)))
+		}
+	})
 }

@@ -25,6 +25,7 @@ func TestInvalidSpecsFailTheMachine(t *testing.T) {
 		{"unknown-image", spec(func(s map[string]any) { s["image"] = "windows-3.11" }), "spec.providerSpec.value.image", true},
 		{"malformed", `{"zone": "rma1", "flavor": ["flex-8-4"], "image": {"slug": "debian-12"}}`, "spec.providerSpec.value", false},
 		{"wrong-type", spec(func(s map[string]any) { s["rootVolumeSizeGB"] = "fifty" }), "rootVolumeSizeGB", false},
+		{"other-api-version", spec(func(s map[string]any) { s["apiVersion"] = "machine.appuio.io/v2" }), `spec.providerSpec.value.apiVersion: Unsupported value: "machine.appuio.io/v2"`, false},
 		{"user-data-without-key", spec(func(s map[string]any) { s["userDataSecret"] = map[string]string{"name": "no-user-data"} }), "spec.providerSpec.value.userDataSecret", false},
 	}
 	for _, c := range cases {

@@ -56,6 +56,7 @@ func failureClass(err error) string {
 		inv       *invalidError
 		cinv      *cloud.InvalidConfigError
 		auth      *cloud.AuthError
+		perm      *cloud.PermissionError
 		creds     *cloud.CredentialsError
 		missing   *secretMissingError
 		retryable *cloud.RetryableError
@@ -64,7 +65,7 @@ func failureClass(err error) string {
 	switch {
 	case errors.As(err, &inv), errors.As(err, &cinv):
 		return "InvalidConfiguration"
-	case errors.As(err, &auth) && auth.Status == http.StatusForbidden:
+	case errors.As(err, &perm):
 		return "PermissionRefused"
 	case errors.As(err, &auth):
 		return "CredentialsRefused"

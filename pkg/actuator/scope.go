@@ -19,8 +19,10 @@ var specPath = field.NewPath("spec", "providerSpec", "value")
 type scope struct {
 	a       *Actuator
 	machine *machinev1.Machine
-	// spec is nil in a deleteScope of a Machine whose spec became invalid.
+	// spec is nil in a deleteScope of a Machine whose spec became invalid;
+	// invalid then says what is wrong with it.
 	spec    cloud.Spec
+	invalid error
 	account *cloud.Account
 	client  cloud.Client
 	view    *cloud.View
@@ -77,11 +79,15 @@ func (a *Actuator) deleteScope(ctx context.Context, m *machinev1.Machine) (*scop
 		return nil, &cloud.CredentialsError{Field: specPath.String(), Problem: fmt.Sprintf(
 			"the provider spec is not even JSON, so which %s credentials reach its server is unknown: %v", a.cloud.Name(), err)}
 	}
-	creds, err := cloud.ReadCredentials(ctx, a.secrets, a.cloud, m.Namespace, name, specPath.String()+" (credentials secret)")
-	if err != nil {
-		return nil, err
+	creds, cerr := cloud.ReadCredentials(ctx, a.secrets, a.cloud, m.Namespace, name, specPath.String()+" (credentials secret)")
+	if cerr != nil {
+		return nil, cerr
 	}
-	return a.scopeWith(m, nil, creds, clusterID)
+	inv, ierr := a.scopeWith(m, nil, creds, clusterID)
+	if inv != nil {
+		inv.invalid = err
+	}
+	return inv, ierr
 }
 
 func clusterOf(m *machinev1.Machine) (string, error) {

@@ -28,6 +28,11 @@ const (
 const (
 	ConditionServerReady = "ServerReady"
 	ConditionSpecInSync  = "SpecInSync"
+	// ConditionSpecValid is there, False, while the Machine's provider
+	// spec does not validate but its server exists (a stricter check of a
+	// newer provider): the server is left as it is until the spec is
+	// fixed.
+	ConditionSpecValid = "SpecValid"
 )
 
 // providerStatus is the status a provider of this project writes; every
@@ -92,6 +97,16 @@ func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, d
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	inSync := metav1.Condition{Type: ConditionSpecInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "the server matches the spec"}
+	if s.invalid != nil {
+		msg := cloud.Truncate(fmt.Sprintf("the provider spec does not validate, fix it: %v; until then nothing of it reaches the server, which runs on as it is", s.invalid))
+		if prev := meta.FindStatusCondition(st.Conditions, ConditionSpecValid); prev == nil || prev.Message != msg {
+			a.recorder.Event(m, corev1.EventTypeWarning, "InvalidSpec", msg)
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionSpecValid, Status: metav1.ConditionFalse, Reason: "InvalidSpec", Message: msg})
+		inSync.Status, inSync.Reason, inSync.Message = metav1.ConditionUnknown, "InvalidSpec", "the server cannot be compared with a spec that does not validate"
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, ConditionSpecValid)
+	}
 	if len(drift) > 0 {
 		fields := make([]string, len(drift))
 		for i, f := range drift {

@@ -24,8 +24,10 @@ func (s *scope) userData(ctx context.Context) ([]byte, error) {
 // evaluates anything else as a Jsonnet template in a sandbox, as the
 // cloudscale.ch provider already in use does, so existing user-data secrets
 // keep working (pkg/userdata says what the template sees and may do). A
-// template at fault fails the Machine naming the user data secret; the
-// message never quotes the template or the secret.
+// template at fault (its evaluation failed) fails the Machine naming the
+// user data secret; the message never quotes the template or the secret. A
+// sandbox that ended without an answer (*userdata.SandboxError: a timeout,
+// memory, a signal) is returned as it is, and retried (fail).
 func renderUserData(ctx context.Context, r *userdata.Renderer, raw []byte, machine any, secretData map[string][]byte) ([]byte, error) {
 	out, err := r.Render(ctx, raw, machine, secretData)
 	var tmplErr *userdata.Error

@@ -53,7 +53,7 @@ func Call(ctx context.Context, cloudName string, gate *Gate, op string, fn func(
 
 func callOnce(ctx context.Context, cloudName string, gate *Gate, op string, fn func(ctx context.Context) error, classify func(ctx context.Context, ex *Exchange, err error) error) error {
 	if gate != nil {
-		if err := gate.Admit(ctx); err != nil {
+		if err := gate.AdmitOp(ctx, op); err != nil {
 			observeHeld(cloudName, op, err)
 			return err
 		}
@@ -65,11 +65,19 @@ func callOnce(ctx context.Context, cloudName string, gate *Gate, op string, fn f
 		err = classify(ctx, ex, err)
 	}
 	if gate != nil {
-		gate.Observe(err)
-		var auth *AuthError
-		if errors.As(err, &auth) {
+		gate.ObserveOp(op, err)
+		var (
+			auth *AuthError
+			perm *PermissionError
+		)
+		switch {
+		case errors.As(err, &auth):
 			if until := gate.ClosedUntil(); !until.IsZero() {
 				auth.RetryAfter = time.Until(until)
+			}
+		case errors.As(err, &perm):
+			if until := gate.OpHeldUntil(op); !until.IsZero() {
+				perm.RetryAfter = time.Until(until)
 			}
 		}
 	}

@@ -19,7 +19,10 @@ func TestClassify(t *testing.T) {
 		409: func(err error) bool { var e *InvalidConfigError; return errors.As(err, &e) },
 		422: func(err error) bool { var e *InvalidConfigError; return errors.As(err, &e) },
 		401: func(err error) bool { var e *AuthError; return errors.As(err, &e) && e.Source == "secret ns/s" },
-		403: func(err error) bool { var e *AuthError; return errors.As(err, &e) },
+		403: func(err error) bool {
+			var e *PermissionError
+			return errors.As(err, &e) && !errors.As(err, new(*AuthError)) && e.Source == "secret ns/s"
+		},
 		429: func(err error) bool {
 			var e *RetryableError
 			return errors.As(err, &e) && e.RetryAfter == 3*time.Second && e.NotPerformed
@@ -36,6 +39,10 @@ func TestClassify(t *testing.T) {
 		if err := Classify(a); !check(err) {
 			t.Errorf("HTTP %d: %v (%T)", status, err, err)
 		}
+	}
+	a.Status, a.IdentityRefused = 403, true
+	if err := Classify(a); !errors.As(err, new(*AuthError)) {
+		t.Errorf("a 403 that refuses the key: %v (%T), want an AuthError", err, err)
 	}
 }
 

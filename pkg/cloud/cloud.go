@@ -173,12 +173,14 @@ type Client interface {
 	// spec asks for and the create could not do (networks, security groups),
 	// and returns the immutable fields (by their provider spec names) in
 	// which the server differs from spec: the Machine must be replaced for
-	// those to take effect.
+	// those to take effect. An attach the cloud refuses for good is an
+	// *IncompleteError naming the field: no retry completes the server.
 	SyncServer(ctx context.Context, m MachineRef, spec Spec, s *Server) (drift []string, err error)
-	// CheckSpec checks spec against the cloud's catalog (flavor, image,
-	// networks, groups), from cached lists where it can, and returns an
-	// InvalidConfigError naming the field when the cloud cannot have such a
-	// server. It makes no change anywhere.
+	// CheckSpec checks spec against the cloud's catalog (flavor, image and
+	// whether the disk fits it, networks, subnets and fixed addresses
+	// against their ranges, groups), from cached lists where it can, and
+	// returns an InvalidConfigError naming the field when the cloud cannot
+	// have such a server. It makes no change anywhere.
 	CheckSpec(ctx context.Context, spec Spec) error
 	// Flavor describes a flavor in a zone; an unknown one is an
 	// InvalidConfigError.

@@ -3,7 +3,6 @@ package cloud
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -27,6 +26,19 @@ func (e *InvalidConfigError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Field, e.Message)
 }
 
+// IncompleteError is a server the cloud made whose completion it refused
+// for good: a step after the create that makes it what the spec asks (an
+// Exoscale instance's attach to a private network or a security group) was
+// refused for what the spec says, and no retry can complete it. SyncServer
+// returns it; the actuator deletes such a server of a Machine that never
+// got a Node and fails the Machine, naming the field (Err).
+type IncompleteError struct {
+	Err *InvalidConfigError
+}
+
+func (e *IncompleteError) Error() string { return e.Err.Error() }
+func (e *IncompleteError) Unwrap() error { return e.Err }
+
 // RetryableError is a failure that goes away by itself: rate limiting,
 // server errors, timeouts. RetryAfter is the cloud's hint, 0 without one.
 type RetryableError struct {
@@ -42,9 +54,11 @@ type RetryableError struct {
 func (e *RetryableError) Error() string { return e.Err.Error() }
 func (e *RetryableError) Unwrap() error { return e.Err }
 
-// AuthError is the cloud refusing the credentials (401) or the action with
-// them (403). It is not an InvalidConfigError: fixing the secret fixes the
-// Machine, without a new spec.
+// AuthError is the cloud refusing the credentials themselves: a 401, or a
+// 403 in which the cloud says the key or its signature is invalid. Nothing
+// made with them can succeed, so it closes the account's gate (gate.go). It
+// is not an InvalidConfigError: fixing the secret fixes the Machine,
+// without a new spec.
 type AuthError struct {
 	Cloud  string
 	Op     string
@@ -59,13 +73,46 @@ type AuthError struct {
 }
 
 func (e *AuthError) Error() string {
-	what := "were refused"
-	if e.Status == http.StatusForbidden {
-		what = "may not do this (are they read-only, or restricted?)"
-	}
-	msg := fmt.Sprintf("%s %s: HTTP %d: the credentials from %s %s", e.Cloud, e.Op, e.Status, e.Source, what)
+	msg := fmt.Sprintf("%s %s: HTTP %d: the credentials from %s were refused", e.Cloud, e.Op, e.Status, e.Source)
 	if e.Detail != "" {
 		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// PermissionError is the cloud refusing one operation to credentials it
+// accepts (a 403 that is not about the key itself): a read-only token, an
+// IAM role that lacks the operation. Every other operation may still
+// succeed, so it holds back this operation only (Gate.AdmitOp), and it
+// says which permission to grant.
+type PermissionError struct {
+	Cloud string
+	// Op is the provider's name of the call ("instance.delete").
+	Op     string
+	Status int
+	// Source says where the credentials came from, never what they are.
+	Source string
+	// Permission names what to grant, in the cloud's terms and short (an
+	// IAM operation, a token's scope: a metric's label); "" when the
+	// cloud's client cannot tell. Grant says how, for people.
+	Permission string
+	Grant      string
+	Detail     string
+	// RetryAfter is how long the account's gate holds this operation back
+	// after this refusal (Call sets it).
+	RetryAfter time.Duration
+}
+
+func (e *PermissionError) Error() string {
+	msg := fmt.Sprintf("%s %s: HTTP %d: the credentials from %s may not do this", e.Cloud, e.Op, e.Status, e.Source)
+	switch {
+	case e.Grant != "":
+		msg += ": grant them " + e.Grant
+	case e.Permission != "":
+		msg += ": grant them " + e.Permission
+	}
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
 	}
 	return msg
 }
@@ -81,6 +128,7 @@ func NotPerformed(err error) bool {
 	var (
 		inv  *InvalidConfigError
 		auth *AuthError
+		perm *PermissionError
 		re   *RetryableError
 	)
 	switch {
@@ -88,7 +136,7 @@ func NotPerformed(err error) bool {
 		return false
 	case errors.As(err, &re):
 		return re.NotPerformed
-	case errors.As(err, &inv), errors.As(err, &auth), IsNotFound(err):
+	case errors.As(err, &inv), errors.As(err, &auth), errors.As(err, &perm), IsNotFound(err):
 		return true
 	}
 	return false

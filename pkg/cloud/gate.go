@@ -18,9 +18,11 @@ type RateLimit struct {
 }
 
 // How long an account's gate stays closed after the cloud refused its
-// credentials: the first refusal waits authBackoffMin, each further one
-// twice as long, up to authBackoffMax. Nothing the provider does can fix
-// credentials; it must not hammer the cloud while a person does.
+// credentials, and an operation is held back after the cloud refused it
+// to them: the first refusal waits authBackoffMin, each further one twice
+// as long, up to authBackoffMax. Nothing the provider does can fix
+// credentials or grant a permission; it must not hammer the cloud while a
+// person does.
 const (
 	authBackoffMin = 30 * time.Second
 	authBackoffMax = 10 * time.Minute
@@ -32,11 +34,16 @@ const (
 // Gate is the door every API call of one account passes (Call does it): a
 // client-side rate limit, so that many concurrent reconciles never turn into
 // a storm of 429s, and a latch that the cloud's own signals close: a 429
-// closes it for its Retry-After, a refusal of the credentials for a growing
-// backoff. While it is closed, calls fail at once without reaching the
-// cloud, whichever Machine, controller or path makes them: the machine
-// controller does not honour requeue delays from Exists, so only the
-// provider itself can hold those calls back.
+// closes it for its Retry-After, a refusal of the credentials themselves
+// (AuthError) for a growing backoff. While it is closed, calls fail at once
+// without reaching the cloud, whichever Machine, controller or path makes
+// them: the machine controller does not honour requeue delays from Exists,
+// so only the provider itself can hold those calls back.
+//
+// A refused permission (PermissionError: a 403 for one operation, the key
+// accepted) closes nothing for the others: it holds back that operation
+// alone, with the same growing backoff, so that a role lacking the right
+// to delete a group still creates and deletes servers.
 type Gate struct {
 	cloud   string
 	limiter *rate.Limiter
@@ -48,6 +55,15 @@ type Gate struct {
 	// *AuthError for refused credentials.
 	cause       error
 	authBackoff time.Duration
+	// ops holds back operations the cloud refused to these credentials.
+	ops map[string]*opHold
+}
+
+// opHold is one operation held back after a refused permission.
+type opHold struct {
+	until   time.Time
+	backoff time.Duration
+	cause   *PermissionError
 }
 
 // NewGate returns an open gate with the rate limit (QPS <= 0: unlimited).
@@ -92,6 +108,64 @@ func (g *Gate) Admit(ctx context.Context) error {
 	}
 	// Waiting may have taken a while: the gate may have closed meanwhile.
 	return g.closed()
+}
+
+// AdmitOp is Admit for one operation: at once with the PermissionError
+// while the cloud's refusal of that operation holds it back.
+func (g *Gate) AdmitOp(ctx context.Context, op string) error {
+	if err := g.opHeld(op); err != nil {
+		return err
+	}
+	return g.Admit(ctx)
+}
+
+func (g *Gate) opHeld(op string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.ops[op]
+	now := g.now()
+	if h == nil || !now.Before(h.until) {
+		return nil
+	}
+	p := *h.cause
+	p.Detail = fmt.Sprintf("%s (not asking again until %s)", p.Detail, h.until.UTC().Format(time.RFC3339))
+	p.RetryAfter = h.until.Sub(now)
+	return &p
+}
+
+// ObserveOp is Observe for one operation: a refused permission holds that
+// operation back for a growing backoff, a success lets it go again.
+func (g *Gate) ObserveOp(op string, err error) {
+	g.Observe(err)
+	var perm *PermissionError
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case err == nil:
+		delete(g.ops, op)
+	case errors.As(err, &perm):
+		if g.ops == nil {
+			g.ops = map[string]*opHold{}
+		}
+		h := g.ops[op]
+		if h == nil {
+			h = &opHold{}
+			g.ops[op] = h
+		}
+		h.backoff = min(max(h.backoff*2, authBackoffMin), authBackoffMax)
+		h.until, h.cause = g.now().Add(h.backoff), perm
+	}
+}
+
+// OpHeldUntil returns until when the operation is held back after a
+// refused permission (zero when it is not), for tests and callers.
+func (g *Gate) OpHeldUntil(op string) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if h := g.ops[op]; h != nil && g.now().Before(h.until) {
+		return h.until
+	}
+	return time.Time{}
 }
 
 type prepaidKey struct{}

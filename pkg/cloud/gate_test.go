@@ -87,10 +87,62 @@ func TestGateBacksOffRefusedCredentials(t *testing.T) {
 		}
 	}
 	g.Observe(nil)
-	g.Observe(refused(http.StatusForbidden))
+	g.Observe(Classify(Answer{Cloud: "x", Op: "op", Status: http.StatusForbidden, IdentityRefused: true}))
 	if d := g.ClosedUntil().Sub(c.now()); d != 30*time.Second {
 		t.Errorf("after a success the backoff starts again at 30s, got %v", d)
 	}
+}
+
+// A 403 for one operation, the key accepted, holds back that operation
+// alone: the account's other calls go on.
+func TestGateHoldsARefusedOperationOnly(t *testing.T) {
+	g := NewGate("x", RateLimit{})
+	c := newClock()
+	g.now = c.now
+	forbidden := Classify(Answer{Cloud: "x", Op: "group.delete", Status: http.StatusForbidden, Permission: "delete-group", CredentialsSource: "secret ns/s"})
+	var perm *PermissionError
+	if !errors.As(forbidden, &perm) || !NotPerformed(forbidden) {
+		t.Fatalf("a 403 = %v (%T), want a PermissionError", forbidden, forbidden)
+	}
+	var waits []time.Duration
+	for range 3 {
+		g.ObserveOp("group.delete", forbidden)
+		if !g.ClosedUntil().IsZero() {
+			t.Fatal("a refused operation closed the whole gate")
+		}
+		if err := g.AdmitOp(context.Background(), "server.create"); err != nil {
+			t.Fatalf("another operation held back: %v", err)
+		}
+		waits = append(waits, g.OpHeldUntil("group.delete").Sub(c.now()))
+		err := g.AdmitOp(context.Background(), "group.delete")
+		if !errors.As(err, &perm) || perm.RetryAfter != waits[len(waits)-1] || perm.Permission != "delete-group" {
+			t.Fatalf("the refused operation while held: %v, want its PermissionError with the wait", err)
+		}
+		c.add(waits[len(waits)-1])
+		if err := g.AdmitOp(context.Background(), "group.delete"); err != nil {
+			t.Fatalf("after its wait: %v", err)
+		}
+	}
+	if want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute}; !slicesEqual(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	g.ObserveOp("group.delete", nil)
+	g.ObserveOp("group.delete", forbidden)
+	if d := g.OpHeldUntil("group.delete").Sub(c.now()); d != 30*time.Second {
+		t.Errorf("after a success the backoff starts again at 30s, got %v", d)
+	}
+}
+
+func slicesEqual(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func TestGateRateLimit(t *testing.T) {

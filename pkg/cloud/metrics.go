@@ -12,7 +12,7 @@ import (
 var (
 	cloudRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_provider_cloud_requests_total",
-		Help: "Cloud API calls by cloud, operation and result (ok, not_found, invalid, auth, retryable, error).",
+		Help: "Cloud API calls by cloud, operation and result (ok, not_found, invalid, auth, forbidden, retryable, error); forbidden: the credentials lack the permission for the operation.",
 	}, []string{"cloud", "operation", "result"})
 	cloudLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "machine_api_provider_cloud_request_duration_seconds",
@@ -21,16 +21,20 @@ var (
 	}, []string{"cloud", "operation"})
 	cloudHeld = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_provider_cloud_requests_held_total",
-		Help: "Cloud API calls the account's gate held back without calling, by cloud and reason (rate_limited, auth, canceled).",
+		Help: "Cloud API calls the account's gate held back without calling, by cloud and reason (rate_limited, auth, forbidden, canceled).",
 	}, []string{"cloud", "reason"})
 	gateClosures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_provider_cloud_gate_closures_total",
 		Help: "Times an account's gate closed (every call of the account held back), by cloud and reason (rate_limited: a 429; auth: refused credentials).",
 	}, []string{"cloud", "reason"})
+	cloudForbidden = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_provider_cloud_permission_denied_total",
+		Help: "Cloud API calls the cloud refused for want of a permission (HTTP 403, the credentials accepted), by cloud, operation and the permission to grant.",
+	}, []string{"cloud", "operation", "permission"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld, gateClosures)
+	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld, gateClosures, cloudForbidden)
 }
 
 // observeClosure counts a gate that was open closing for cause.
@@ -46,13 +50,26 @@ func observeClosure(cloudName string, cause error) {
 func observeCall(cloudName, op string, start time.Time, err error) {
 	cloudLatency.WithLabelValues(cloudName, op).Observe(time.Since(start).Seconds())
 	cloudRequests.WithLabelValues(cloudName, op, Result(err)).Inc()
+	observeForbidden(cloudName, op, err)
+}
+
+func observeForbidden(cloudName, op string, err error) {
+	var perm *PermissionError
+	if errors.As(err, &perm) {
+		cloudForbidden.WithLabelValues(cloudName, op, perm.Permission).Inc()
+	}
 }
 
 func observeHeld(cloudName, _ string, err error) {
-	var auth *AuthError
-	var held *GateClosedError
+	var (
+		auth *AuthError
+		perm *PermissionError
+		held *GateClosedError
+	)
 	reason := "canceled"
 	switch {
+	case errors.As(err, &perm):
+		reason = "forbidden"
 	case errors.As(err, &auth):
 		reason = "auth"
 	case errors.As(err, &held):
@@ -63,8 +80,9 @@ func observeHeld(cloudName, _ string, err error) {
 
 // Result names the class of a call's outcome, for metrics and the alerts
 // on them (config/prometheus): ok, not_found, invalid (the cloud refused
-// the request as made), unauthorized (it refused the credentials: 401),
-// forbidden (it refused the operation to these credentials: 403),
+// the request as made), unauthorized (it refused the credentials: a 401, or
+// a 403 that says the key is no good), forbidden (it refused the operation
+// to credentials it accepts: a PermissionError),
 // rate_limited (429), retryable (5xx, timeouts, lost answers) or error.
 func Result(err error) string {
 	var (
@@ -72,6 +90,7 @@ func Result(err error) string {
 		retryable *RetryableError
 		auth      *AuthError
 		api       *APIError
+		perm      *PermissionError
 	)
 	switch {
 	case err == nil:
@@ -80,10 +99,10 @@ func Result(err error) string {
 		return "not_found"
 	case errors.As(err, &invalid):
 		return "invalid"
-	case errors.As(err, &auth) && auth.Status == http.StatusForbidden:
-		return "forbidden"
 	case errors.As(err, &auth):
 		return "unauthorized"
+	case errors.As(err, &perm):
+		return "forbidden"
 	case errors.As(err, &retryable) && errors.As(err, &api) && api.Status == http.StatusTooManyRequests:
 		return "rate_limited"
 	case errors.As(err, &retryable):

@@ -33,6 +33,10 @@ var (
 		Name: "machine_api_provider_empty_groups_deleted_total",
 		Help: "Empty anti-affinity groups of the provider deleted, by cloud.",
 	}, []string{"cloud"})
+	renderFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_provider_user_data_render_failures_total",
+		Help: "User data renders whose sandbox ended without an answer and that are retried, by cloud and reason (timeout, memory, signal, exit, start).",
+	}, []string{"cloud", "reason"})
 	createsPending = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_provider_create_waits_total",
 		Help: "Reconciles that did not create a server because an earlier create of the Machine may still land, by cloud.",
@@ -40,7 +44,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(provisioning, duplicates, orphans, orphansDeleted, groupsDeleted, createsPending)
+	metrics.Registry.MustRegister(provisioning, duplicates, orphans, orphansDeleted, groupsDeleted, createsPending, renderFailures)
 }
 
 // ObserveProvisioning records how long a Machine took to get a running server.
@@ -62,3 +66,14 @@ func GroupsDeleted(cloudName string, n int) { groupsDeleted.WithLabelValues(clou
 
 // CreateWait counts a reconcile that waited for an earlier create.
 func CreateWait(cloudName string) { createsPending.WithLabelValues(cloudName).Inc() }
+
+// UserDataRenderFailed counts a render whose sandbox failed, to be retried.
+func UserDataRenderFailed(cloudName, reason string) {
+	renderFailures.WithLabelValues(cloudName, reason).Inc()
+}
+
+// UserDataRenderFailures is the counter UserDataRenderFailed counts, for
+// tests.
+func UserDataRenderFailures(cloudName, reason string) prometheus.Counter {
+	return renderFailures.WithLabelValues(cloudName, reason)
+}

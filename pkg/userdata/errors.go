@@ -2,25 +2,40 @@ package userdata
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
-// Kind says what was wrong with a template.
+// Kind says why a render failed.
 type Kind string
 
+// The template's own errors (an *Error): what the evaluator says of the
+// template, the same on every host and every attempt.
 const (
 	// KindTemplate: the template does not parse or fails to evaluate.
 	KindTemplate Kind = "Template"
 	// KindImport: the template imports something.
 	KindImport Kind = "Import"
-	// KindTimeout: the template did not finish in time.
-	KindTimeout Kind = "Timeout"
-	// KindMemory: the template needed more memory than allowed.
-	KindMemory Kind = "Memory"
 	// KindOutput: the template's result is too large or not usable.
 	KindOutput Kind = "Output"
-	// KindCrash: the sandbox died for another reason while evaluating it.
-	KindCrash Kind = "Crash"
+)
+
+// The sandbox's failures (a *SandboxError): the sandbox ended without an
+// answer. A template that loops or allocates without end ends so, but so
+// does a sound one on a host starved of CPU or memory, or whose sandbox the
+// kernel's OOM killer picked: the render is worth another attempt.
+const (
+	// KindTimeout: the template did not finish in time.
+	KindTimeout Kind = "Timeout"
+	// KindMemory: the sandbox ran out of memory (its limit, or the
+	// host's).
+	KindMemory Kind = "Memory"
+	// KindSignal: a signal ended the sandbox (the OOM killer's SIGKILL).
+	KindSignal Kind = "Signal"
+	// KindExit: the sandbox exited without an answer.
+	KindExit Kind = "Exit"
+	// KindStart: the sandbox could not start, or answered nothing usable.
+	KindStart Kind = "Start"
 )
 
 // Error is a template at fault: the Machine that refers to it cannot be
@@ -32,6 +47,20 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.msg }
+
+// SandboxError is a render whose sandbox ended without an answer: a
+// timeout, memory, a signal, an exit status. It may be the template's
+// doing or the host's; another attempt tells. Its message never quotes the
+// template either.
+type SandboxError struct {
+	Kind Kind
+	msg  string
+}
+
+func (e *SandboxError) Error() string { return e.msg }
+
+// Reason is the kind in lower case, for metrics ("timeout", "signal").
+func (e *SandboxError) Reason() string { return strings.ToLower(string(e.Kind)) }
 
 func templateError(where string) *Error {
 	return &Error{Kind: KindTemplate, msg: "the user data is neither JSON nor a valid Jsonnet template: " + where + " (details are withheld: they may contain secrets)"}
@@ -47,20 +76,28 @@ func importError(keyword, path string) *Error {
 	return &Error{Kind: KindImport, msg: fmt.Sprintf("imports are not allowed in user data templates: %s %q", keyword, path)}
 }
 
-func timeoutError(d time.Duration) *Error {
-	return &Error{Kind: KindTimeout, msg: fmt.Sprintf("the user data template did not finish within %s", d)}
+func timeoutError(d time.Duration) *SandboxError {
+	return &SandboxError{Kind: KindTimeout, msg: fmt.Sprintf("the user data template did not finish within %s", d)}
 }
 
-func memoryError(limit int64) *Error {
-	return &Error{Kind: KindMemory, msg: fmt.Sprintf("the user data template exceeded its memory limit of %s", formatBytes(limit))}
+func memoryError(limit int64) *SandboxError {
+	return &SandboxError{Kind: KindMemory, msg: fmt.Sprintf("the user data template exceeded its memory limit of %s", formatBytes(limit))}
 }
 
 func outputError(format string, args ...any) *Error {
 	return &Error{Kind: KindOutput, msg: fmt.Sprintf(format, args...)}
 }
 
-func crashError(how string) *Error {
-	return &Error{Kind: KindCrash, msg: "the user data template stopped its sandbox (" + how + ")"}
+func signalError(sig string) *SandboxError {
+	return &SandboxError{Kind: KindSignal, msg: "the user data sandbox was killed by " + sig}
+}
+
+func exitError(status int) *SandboxError {
+	return &SandboxError{Kind: KindExit, msg: fmt.Sprintf("the user data sandbox exited with status %d without an answer", status)}
+}
+
+func startError(format string, args ...any) *SandboxError {
+	return &SandboxError{Kind: KindStart, msg: fmt.Sprintf(format, args...)}
 }
 
 // formatBytes writes a limit the way people read it: 256 MiB, 2 GiB.

@@ -100,3 +100,15 @@ func asError(t *testing.T, err error, k Kind) *Error {
 	}
 	return e
 }
+
+func asSandboxError(t *testing.T, err error, k Kind) *SandboxError {
+	t.Helper()
+	var e *SandboxError
+	if !errors.As(err, &e) || errors.As(err, new(*Error)) {
+		t.Fatalf("got %T %v, want a *SandboxError of kind %s and no template error", err, err, k)
+	}
+	if e.Kind != k {
+		t.Fatalf("got kind %s (%v), want %s", e.Kind, e, k)
+	}
+	return e
+}

@@ -96,8 +96,11 @@ func (r *Renderer) release() { <-r.slots }
 // a string>}}. A template yielding a string gives that string; anything
 // else gives its JSON.
 //
-// A template at fault gives an *Error. Other errors (ctx ended, the sandbox
-// could not start) say nothing about the template and are worth a retry.
+// A template at fault gives an *Error: its evaluation failed, the same on
+// every attempt. A sandbox that ended without an answer (a timeout, memory,
+// a signal, an exit status, a failed start) gives a *SandboxError, worth a
+// retry: a sound template ends so on a host starved of CPU or memory. ctx
+// ending gives its error.
 func (r *Renderer) Render(ctx context.Context, raw []byte, machine any, secretData map[string][]byte) ([]byte, error) {
 	if isJSON(raw) {
 		return raw, nil
@@ -128,7 +131,7 @@ func (r *Renderer) sandbox(ctx context.Context, req []byte) ([]byte, error) {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("finding the executable for the user data sandbox: %w", err)
+		return nil, startError("finding the executable for the user data sandbox: %v", err)
 	}
 	timeout := r.timeout()
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -154,7 +157,7 @@ func (r *Renderer) sandbox(ctx context.Context, req []byte) ([]byte, error) {
 	cmd.SysProcAttr = sandboxAttr()
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the user data sandbox: %w", err)
+		return nil, startError("starting the user data sandbox: %v", err)
 	}
 	if r.started != nil {
 		r.started(cmd.Process.Pid)
@@ -173,18 +176,18 @@ func (r *Renderer) sandbox(ctx context.Context, req []byte) ([]byte, error) {
 	}
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) {
-		return nil, fmt.Errorf("running the user data sandbox: %w", err)
+		return nil, startError("running the user data sandbox: %v", err)
 	}
 	return nil, r.classifyExit(exitErr, stderr.String(), timeout)
 }
 
 func decodeResponse(stdout *capped) ([]byte, error) {
 	if stdout.overflow {
-		return nil, errors.New("the user data sandbox answered more than it may")
+		return nil, startError("the user data sandbox answered more than it may")
 	}
 	var resp response
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
-		return nil, fmt.Errorf("the user data sandbox gave no answer: %w", err)
+		return nil, startError("the user data sandbox gave no answer: %v", err)
 	}
 	if resp.Error != nil {
 		return nil, &Error{Kind: resp.Error.Kind, msg: resp.Error.Message}
@@ -206,14 +209,16 @@ func (r *Renderer) classifyExit(e *exec.ExitError, stderr string, timeout time.D
 	case ws.Exited() && ws.ExitStatus() == 2 && runtimeOutOfMemory(stderr):
 		return memoryError(r.memoryLimit())
 	case ws.Exited() && (ws.ExitStatus() == exitSetup || ws.ExitStatus() == exitBadRequest):
-		return fmt.Errorf("the user data sandbox could not start (exit status %d)", ws.ExitStatus())
+		return startError("the user data sandbox could not start (exit status %d)", ws.ExitStatus())
 	case ws.Signaled() && (ws.Signal() == syscall.SIGKILL || ws.Signal() == syscall.SIGXCPU) && e.UserTime()+e.SystemTime() >= timeout:
 		// RLIMIT_CPU: the template used its time on several threads.
 		return timeoutError(timeout)
 	case ws.Signaled():
-		return crashError("killed by " + ws.Signal().String())
+		// The kernel's OOM killer, or someone's kill: not the template's
+		// word on itself.
+		return signalError(ws.Signal().String())
 	}
-	return crashError(fmt.Sprintf("exit status %d", ws.ExitStatus()))
+	return exitError(ws.ExitStatus())
 }
 
 // runtimeOutOfMemory says whether the Go runtime died for want of memory:

@@ -113,12 +113,33 @@ func captureStderr(t *testing.T, f func()) string {
 	return <-done
 }
 
+// A render that times out is the sandbox's failure, not the template's
+// word on itself: a sound template times out on a host starved of CPU.
 func TestTemplateThatNeverFinishesTimesOut(t *testing.T) {
 	r := &Renderer{Timeout: time.Second}
 	_, err := r.Render(context.Background(), []byte(spin), nil, nil)
-	e := asError(t, err, KindTimeout)
-	if e.Error() != "the user data template did not finish within 1s" {
-		t.Errorf("message %q", e)
+	e := asSandboxError(t, err, KindTimeout)
+	if e.Error() != "the user data template did not finish within 1s" || e.Reason() != "timeout" {
+		t.Errorf("message %q, reason %q", e, e.Reason())
+	}
+}
+
+// A sandbox the kernel's OOM killer (or anyone) kills is not the template's
+// fault either.
+func TestKilledSandboxIsNotTheTemplatesFault(t *testing.T) {
+	started := make(chan int, 1)
+	r := &Renderer{Timeout: time.Hour, started: func(pid int) { started <- pid }}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Render(context.Background(), []byte(spin), nil, nil)
+		done <- err
+	}()
+	if err := syscall.Kill(<-started, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e := asSandboxError(t, <-done, KindSignal)
+	if e.Error() != "the user data sandbox was killed by killed" || e.Reason() != "signal" {
+		t.Errorf("message %q, reason %q", e, e.Reason())
 	}
 }
 
@@ -211,7 +232,7 @@ func TestMemoryIsBounded(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := r.Render(context.Background(), []byte(tmpl), nil, nil)
-			e := asError(t, err, KindMemory)
+			e := asSandboxError(t, err, KindMemory)
 			if e.Error() != "the user data template exceeded its memory limit of 64 MiB" {
 				t.Errorf("message %q", e)
 			}

@@ -283,6 +283,11 @@ type invalid struct {
 }
 
 var invalids = []invalid{
+	{name: "another apiVersion", mutate: func(s map[string]any, _ map[string]string) {
+		s["apiVersion"], s["kind"] = "machine.appuio.io/v2", "CloudscaleMachineProviderSpec"
+	}, field: ".apiVersion", want: `Unsupported value: "machine.appuio.io/v2": supported values: "machine.appuio.io/v1beta1"`},
+	{name: "malformed SSH key", mutate: func(s map[string]any, _ map[string]string) { s["sshKeys"] = []any{"ssh-ed25519 AAAA admin@example"} },
+		field: ".sshKeys[0]", want: `Invalid value: "(withheld)": must be an OpenSSH public key`},
 	{name: "missing zone", mutate: func(s map[string]any, _ map[string]string) { delete(s, "zone") },
 		field: ".zone", want: "Required value: the zone to run the server in"},
 	{name: "zone not a slug", mutate: func(s map[string]any, _ map[string]string) { s["zone"] = "RMA-1" },

@@ -44,6 +44,12 @@ func TestExoscaleWebhooks(t *testing.T) {
 	if resp.Allowed || !strings.Contains(resp.Result.Message, "spec.providerSpec.value.diskSize: Invalid value: 5: must be at least 10") {
 		t.Errorf("diskSize 5: allowed %v, %+v", resp.Allowed, resp.Result)
 	}
+	other := exoscaleSpec()
+	other["apiVersion"], other["kind"] = "machine.appuio.io/v1alpha1", "ExoscaleMachineProviderSpec"
+	resp = v.Handle(ctx, request(t, admissionv1.Create, machine("worker-a", other, defaultLabels()), nil))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, `spec.providerSpec.value.apiVersion: Unsupported value: "machine.appuio.io/v1alpha1"`) {
+		t.Errorf("another apiVersion: allowed %v, %+v", resp.Allowed, resp.Result)
+	}
 	misspelt := exoscaleSpec()
 	misspelt["diskSizeGB"] = 100
 	resp = v.Handle(ctx, request(t, admissionv1.Create, machine("worker-a", misspelt, defaultLabels()), nil))

@@ -27,21 +27,38 @@ import (
 )
 
 // The canaries: the manager's own token, a Machine's token, what a user
-// data template and its secret hold, and what a broken template holds.
+// data template and its secret hold, what a broken template holds, and
+// what plain (JSON) user data holds. The Machine's token and the JSON user
+// data's canary are random throughout: the emulator quotes pieces of them,
+// and any piece found is a leak.
 const (
 	defaultToken   = "cnry-default-token-Hq83Lx01"
-	machineToken   = "cnry-machine-token-Vb27Qe95"
+	machineToken   = "Vb27Qe95Lx3Tk8Wp4Zn6Rc1MjY"
 	templateSecret = "cnry-in-template-Ja64Wn28"
 	dataSecret     = "cnry-secret-key-Tz19Kc73"
 	brokenSecret   = "cnry-broken-template-Pd55Rm40"
+	inUserData     = "Hs6Jf1Gq8Pe3Ua9YtWd83Kq1"
 )
 
-var canaries = []string{defaultToken, machineToken, templateSecret, dataSecret, brokenSecret}
+var canaries = []string{defaultToken, machineToken, templateSecret, dataSecret, brokenSecret, inUserData}
+
+// excerpted are the canaries the emulator quotes pieces of; minExcerpt is
+// the shortest piece looked for.
+var excerpted = []string{machineToken, inUserData}
+
+const minExcerpt = 10
+
+// echoUserData is plain user data whose excerpt the emulator quotes when it
+// refuses the first create.
+const echoUserData = `{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"name":"core","passwordHash":"` + inUserData + `"}]}}`
 
 // TestNoSecretAtAnyVerbosity runs the shipped binary, the manager at the
 // highest verbosity its flags allow and the emulator with its access log,
-// through a create, an update, a delete and two refused creates, and looks
-// for the canaries in everything they wrote and in what the Machines show.
+// through a create, an update, a delete, two refused creates and a create
+// the API refuses quoting a piece of its user data (after lists that fail
+// quoting a piece of the token), and looks for the canaries, and for
+// pieces of those quoted, in everything they wrote and in what the Machines
+// show.
 func TestNoSecretAtAnyVerbosity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs a control plane")
@@ -51,8 +68,13 @@ func TestNoSecretAtAnyVerbosity(t *testing.T) {
 	ctx := context.Background()
 
 	state := filepath.Join(t.TempDir(), "cloudscale.json")
+	// The first create (worker-echo's) is refused quoting its user data,
+	// and lists fail quoting the token, more often than a read is retried.
+	echoAt := strings.Index(echoUserData, inUserData) + 3
 	emu := start(t, "emulator", bin, nil, "emulator", "cloudscale", "--listen", "127.0.0.1:0", "--boot-time", "0s",
-		"--token", defaultToken, "--token", machineToken, "--state-file", state)
+		"--token", defaultToken, "--token", machineToken, "--state-file", state,
+		"--fault", fmt.Sprintf("route=POST /v1/servers,errorRate=1,errorStatus=400,echo=userData,echoOffset=%d,echoLength=18,times=1", echoAt),
+		"--fault", "route=GET /v1/servers,errorRate=1,errorStatus=503,echo=credentials,times=6")
 	apiURL := emu.waitFor(t, "export CLOUDSCALE_API_URL=")
 
 	for name, data := range map[string]map[string]string{
@@ -66,6 +88,7 @@ func TestNoSecretAtAnyVerbosity(t *testing.T) {
 		},
 		"broken-user-data": {"userData": "local pw = '" + brokenSecret + "';\n{ a: pw + std.extVar('context').data.missing }"},
 		"import-user-data": {"userData": "local pw = '" + brokenSecret + "';\nimportstr '/etc/passwd'"},
+		"echo-user-data":   {"userData": echoUserData},
 	} {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fixture.Namespace}, StringData: data}
 		if err := e.Client.Create(ctx, s); err != nil {
@@ -101,6 +124,13 @@ func TestNoSecretAtAnyVerbosity(t *testing.T) {
 		return m
 	}
 
+	// A create the API refuses, quoting its user data.
+	create("worker-echo", spec("echo-user-data", nil))
+	fixture.Eventually(t, 2*time.Minute, "worker-echo to fail", func() (bool, error) {
+		m := get("worker-echo")
+		return m.Status.ErrorMessage != nil, nil
+	})
+
 	// A create, with a token from a secret and a rendered template.
 	create("worker-good", spec("user-data", map[string]string{"team": "a"}))
 	fixture.Eventually(t, 2*time.Minute, "worker-good to get its server", func() (bool, error) {
@@ -134,14 +164,14 @@ func TestNoSecretAtAnyVerbosity(t *testing.T) {
 
 	// What the Machines and their events show is scanned too.
 	var shown strings.Builder
-	for _, name := range []string{"worker-good", "worker-broken", "worker-import"} {
+	for _, name := range []string{"worker-good", "worker-broken", "worker-import", "worker-echo"} {
 		y, _ := yaml.Marshal(get(name))
 		shown.Write(y)
 		shown.WriteString(fixture.EventText(e.Events(t, name)))
 	}
 
 	// A delete of each.
-	for _, name := range []string{"worker-good", "worker-broken", "worker-import"} {
+	for _, name := range []string{"worker-good", "worker-broken", "worker-import", "worker-echo"} {
 		if err := e.Client.Delete(ctx, get(name)); err != nil {
 			t.Fatal(err)
 		}
@@ -161,9 +191,16 @@ func TestNoSecretAtAnyVerbosity(t *testing.T) {
 	if !strings.Contains(emuOut, "POST /v1/servers 201") {
 		t.Errorf("the emulator's access log lacks the create (%d bytes)", len(emuOut))
 	}
+	// The API did quote: the refused create and the failed lists.
+	if !strings.Contains(emuOut, "POST /v1/servers 400") || !strings.Contains(emuOut, "GET /v1/servers 503") {
+		t.Errorf("the emulator's access log lacks the echoing answers")
+	}
 	for what, text := range map[string]string{"manager output": mgrOut, "emulator output": emuOut, "Machines and events": shown.String()} {
 		if found := canary.Scan(text, canaries...); len(found) > 0 {
 			t.Errorf("%s (%d bytes) holds secrets: %v", what, len(text), found)
+		}
+		if found := canary.ScanExcerpts(text, minExcerpt, excerpted...); len(found) > 0 {
+			t.Errorf("%s (%d bytes) holds pieces of secrets: %v", what, len(text), found)
 		}
 	}
 	t.Logf("scanned %d bytes of manager output and %d of emulator output", len(mgrOut), len(emuOut))

@@ -57,6 +57,33 @@ func Scan(text string, canaries ...string) []Finding {
 	return out
 }
 
+// ScanExcerpts returns a Finding for each canary of which text holds a
+// piece of at least minLen bytes, as it is or after undoing escapes: what a
+// cloud's parser ("unexpected token near '…'") or a proxy's error page
+// quotes of a secret. Such canaries must be random throughout (no word of
+// them may be ordinary text), and minLen long enough that chance does not
+// produce one.
+func ScanExcerpts(text string, minLen int, canaries ...string) []Finding {
+	vs := []view{{name: "raw", text: []byte(text)}}
+	if unesc := unescapeAll([]byte(text)); !bytes.Equal(unesc, vs[0].text) {
+		vs = append(vs, view{name: "escaped", text: unesc})
+	}
+	var out []Finding
+	for _, c := range canaries {
+	search:
+		for i := 0; i+minLen <= len(c); i++ {
+			piece := []byte(c[i : i+minLen])
+			for _, v := range vs {
+				if bytes.Contains(v.text, piece) {
+					out = append(out, Finding{Canary: c, Form: fmt.Sprintf("excerpt %q (%s)", piece, v.name)})
+					break search
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Find says whether text holds canary in any form, and in which.
 func Find(text, canary string) (form string, found bool) {
 	return find(views(text), text, canary)

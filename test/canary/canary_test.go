@@ -172,3 +172,21 @@ func TestScanFindsEachCanary(t *testing.T) {
 		t.Errorf("got %v, want both planted canaries and not the absent one", got)
 	}
 }
+
+func TestScanExcerptsFindsPieces(t *testing.T) {
+	const c = "Q7vX2mLp9RtK4wZs8NcB"
+	for _, text := range []string{
+		"parse error near '" + c[3:15] + "'",
+		`{"msg":"invalid credentials \u0027` + c[8:20] + `\u0027"}`,
+	} {
+		if f := ScanExcerpts(text, 10, c); len(f) != 1 {
+			t.Errorf("ScanExcerpts(%q) = %v, want the piece", text, f)
+		}
+	}
+	if f := ScanExcerpts("parse error near '"+c[3:12]+"'", 10, c); len(f) != 0 {
+		t.Errorf("a piece shorter than the minimum was reported: %v", f)
+	}
+	if f := ScanExcerpts(unrelated(), 10, c); len(f) != 0 {
+		t.Errorf("unrelated text: %v", f)
+	}
+}

@@ -95,7 +95,7 @@ func TestSpecAtTheBoundsIsAccepted(t *testing.T) {
 	spec, errs := parse(t, specWith(t, map[string]any{
 		"zone": "rma1", "flavor": strings.Repeat("f", 64), "image": "custom:" + strings.Repeat("i", 248),
 		"rootVolumeSizeGB": MaxRootVolumeSizeGB, "tags": tags, "rootVolumeTags": tags,
-		"sshKeys":        repeat("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDAb user@host", 100),
+		"sshKeys":        repeat("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8g user@host", 100),
 		"interfaces":     append([]any{map[string]string{"type": "Public"}}, repeat[any](map[string]any{"type": "Private", "networkUUID": uuid, "addresses": repeat(map[string]string{"subnetUUID": uuid}, 16)}, 15)...),
 		"serverGroups":   repeat(uuid, 16),
 		"baseDomain":     strings.Repeat("abcdefghi.", 24) + "example.ch",

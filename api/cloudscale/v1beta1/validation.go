@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -60,9 +61,7 @@ const (
 // its field under path (SpecPath for a Machine).
 func (s *CloudscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if len(s.APIVersion) > maxAPIVersion {
-		errs = append(errs, field.TooLong(path.Child("apiVersion"), "", maxAPIVersion))
-	}
+	errs = append(errs, specutil.APIVersion(path.Child("apiVersion"), s.APIVersion, APIVersion, maxAPIVersion)...)
 	if s.Kind != "" && s.Kind != SpecKind {
 		errs = append(errs, field.Invalid(path.Child("kind"), specutil.Truncate(s.Kind), "must be "+SpecKind))
 	}
@@ -84,10 +83,12 @@ func (s *CloudscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorLi
 	}
 	errs = append(errs, validateTags(path.Child("tags"), s.Tags)...)
 	errs = append(errs, validateTags(path.Child("rootVolumeTags"), s.RootVolumeTags)...)
-	if len(s.SSHKeys) > maxSSHKeys {
-		errs = append(errs, field.TooMany(path.Child("sshKeys"), len(s.SSHKeys), maxSSHKeys))
+	keys := s.SSHKeys
+	if len(keys) > maxSSHKeys {
+		errs = append(errs, field.TooMany(path.Child("sshKeys"), len(keys), maxSSHKeys))
+		keys = nil
 	}
-	for i, k := range s.SSHKeys {
+	for i, k := range keys {
 		p := path.Child("sshKeys").Index(i)
 		switch {
 		case k == "":
@@ -97,6 +98,8 @@ func (s *CloudscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorLi
 		case !specutil.Printable(k):
 			// A line break would add a line to authorized_keys.
 			errs = append(errs, field.Invalid(p, "(withheld)", "must be one line of printable characters"))
+		case !publicKey(k):
+			errs = append(errs, field.Invalid(p, "(withheld)", "must be an OpenSSH public key, as in authorized_keys (\"ssh-ed25519 AAAA... comment\"): the API refuses the server otherwise"))
 		}
 	}
 	if len(s.Interfaces) > maxInterfaces {
@@ -223,4 +226,12 @@ func ValidateUserDataSize(userData []byte) error {
 		return fmt.Errorf("the user data is %d bytes, more than the %d cloudscale.ch takes", len(userData), MaxUserDataBytes)
 	}
 	return nil
+}
+
+// publicKey says whether k is one OpenSSH public key, as a line of
+// authorized_keys has it (options before it are refused too: the API takes
+// keys, not lines).
+func publicKey(k string) bool {
+	key, _, options, rest, err := ssh.ParseAuthorizedKey([]byte(k))
+	return err == nil && key != nil && len(options) == 0 && len(rest) == 0
 }

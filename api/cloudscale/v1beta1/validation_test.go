@@ -19,8 +19,10 @@ func parse(t *testing.T, specJSON string) (*CloudscaleMachineProviderSpec, strin
 	return spec, errs.ToAggregate().Error()
 }
 
+const minimal = `{"zone":"rma1","flavor":"flex-8-4","image":"debian-12"}`
+
 func TestDefaults(t *testing.T) {
-	spec, errs := parse(t, `{"zone":"rma1","flavor":"flex-8-4","image":"debian-12"}`)
+	spec, errs := parse(t, minimal)
 	if spec == nil {
 		t.Fatal(errs)
 	}
@@ -68,6 +70,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		"reserved tag":         {`{` + base + `,"tags":{"` + TagMachineName + `":"x"}}`, "spec.providerSpec.value.tags[" + TagMachineName + "]: Forbidden"},
 		"long tag key":         {`{` + base + `,"rootVolumeTags":{"` + strings.Repeat("k", 65) + `":"x"}}`, "spec.providerSpec.value.rootVolumeTags["},
 		"empty ssh key":        {`{` + base + `,"sshKeys":[""]}`, "spec.providerSpec.value.sshKeys[0]"},
+		"malformed ssh key":    {`{` + base + `,"sshKeys":["ssh-ed25519 AAAA admin@example"]}`, "spec.providerSpec.value.sshKeys[0]: Invalid value: \"(withheld)\": must be an OpenSSH public key"},
+		"ssh key with options": {`{` + base + `,"sshKeys":["no-pty ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8g a@b"]}`, "spec.providerSpec.value.sshKeys[0]: Invalid"},
 		"bad interface type":   {`{` + base + `,"interfaces":[{"type":"Bogus"}]}`, "spec.providerSpec.value.interfaces[0].type: Unsupported"},
 		"public with network":  {`{` + base + `,"interfaces":[{"type":"Public","networkUUID":"2db69ba3-1864-4608-853a-0771b6885a3a"}]}`, "spec.providerSpec.value.interfaces[0].networkUUID: Forbidden"},
 		"private without net":  {`{` + base + `,"interfaces":[{"type":"Private"}]}`, "spec.providerSpec.value.interfaces[0].networkUUID: Required"},
@@ -102,5 +106,20 @@ func TestValidationUnderAMachineSetPath(t *testing.T) {
 	_, errs := SpecFromProviderSpec(ps, path)
 	if got := errs.ToAggregate().Error(); !strings.Contains(got, "spec.template.spec.providerSpec.value.flavor") {
 		t.Errorf("error %q does not name the MachineSet field", got)
+	}
+}
+
+// A spec of another apiVersion is refused, not taken for ours: a later
+// version, or another project's spec of the same kind, may mean another
+// server by the same fields.
+func TestOtherAPIVersionIsRefused(t *testing.T) {
+	for _, v := range []string{"machine.appuio.io/v1", "machine.appuio.io/v1alpha1", "example.com/v1beta1", "v1beta1"} {
+		spec := strings.Replace(minimal, "{", `{"apiVersion":"`+v+`","kind":"CloudscaleMachineProviderSpec",`, 1)
+		if _, errs := parse(t, spec); !strings.Contains(errs, "spec.providerSpec.value.apiVersion: Unsupported value") || !strings.Contains(errs, APIVersion) {
+			t.Errorf("apiVersion %s: %q, want it refused naming %s", v, errs, APIVersion)
+		}
+	}
+	if _, errs := parse(t, strings.Replace(minimal, "{", `{"apiVersion":"`+APIVersion+`",`, 1)); errs != "" {
+		t.Errorf("our own apiVersion: %s", errs)
 	}
 }

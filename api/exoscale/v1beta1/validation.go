@@ -58,9 +58,7 @@ const (
 // its field under path (SpecPath for a Machine).
 func (s *ExoscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if len(s.APIVersion) > maxAPIVersion {
-		errs = append(errs, field.TooLong(path.Child("apiVersion"), "", maxAPIVersion))
-	}
+	errs = append(errs, specutil.APIVersion(path.Child("apiVersion"), s.APIVersion, APIVersion, maxAPIVersion)...)
 	if s.Kind != "" && s.Kind != SpecKind {
 		errs = append(errs, field.Invalid(path.Child("kind"), specutil.Truncate(s.Kind), "must be "+SpecKind))
 	}

@@ -103,3 +103,18 @@ func TestStatusRoundTrip(t *testing.T) {
 		t.Fatalf("%+v %v", st, err)
 	}
 }
+
+// A spec of another apiVersion is refused, not taken for ours: a later
+// version, or another project's spec of the same kind, may mean another
+// server by the same fields.
+func TestOtherAPIVersionIsRefused(t *testing.T) {
+	for _, v := range []string{"machine.appuio.io/v1", "machine.appuio.io/v1alpha1", "example.com/v1beta1", "v1beta1"} {
+		spec := strings.Replace(minimal, "{", `{"apiVersion":"`+v+`","kind":"ExoscaleMachineProviderSpec",`, 1)
+		if _, errs := parse(t, spec); !strings.Contains(errs, "spec.providerSpec.value.apiVersion: Unsupported value") || !strings.Contains(errs, APIVersion) {
+			t.Errorf("apiVersion %s: %q, want it refused naming %s", v, errs, APIVersion)
+		}
+	}
+	if _, errs := parse(t, strings.Replace(minimal, "{", `{"apiVersion":"`+APIVersion+`",`, 1)); errs != "" {
+		t.Errorf("our own apiVersion: %s", errs)
+	}
+}

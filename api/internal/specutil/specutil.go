@@ -105,6 +105,21 @@ func Truncate(s string) string {
 	return s[:cut] + "..."
 }
 
+// APIVersion checks a defaulted spec's apiVersion: it must be the one
+// this provider decodes. A spec of another version (a later one this
+// provider does not know, another project's of the same kind) may mean
+// something else by the same fields; taking it as ours would make another
+// server than it asks for.
+func APIVersion(path *field.Path, got, want string, maxLen int) field.ErrorList {
+	switch {
+	case len(got) > maxLen:
+		return field.ErrorList{field.TooLong(path, "", maxLen)}
+	case got != want:
+		return field.ErrorList{field.NotSupported(path, Truncate(got), []string{want})}
+	}
+	return nil
+}
+
 // SecretName checks the name of a secret a spec refers to.
 func SecretName(path *field.Path, name, what string) field.ErrorList {
 	if name == "" {

@@ -3,6 +3,7 @@ package cloudscale
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -12,9 +13,10 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
 
-// CheckSpec checks the flavor, a custom image and the private networks of
-// the spec against the account's catalog, from lists cached for catalogTTL
-// (a miss lists once more: the image may have been uploaded a moment ago).
+// CheckSpec checks the flavor, a custom image (and that the root volume
+// fits it), the private networks and the fixed addresses of the spec
+// against the account's catalog, from lists cached for catalogTTL (a miss
+// lists once more: the image may have been uploaded a moment ago).
 // When a list cannot be had, that part is not checked: the create speaks
 // for itself.
 func (c *Client) CheckSpec(ctx context.Context, spec cloud.Spec) error {
@@ -31,14 +33,78 @@ func (c *Client) CheckSpec(ctx context.Context, spec cloud.Spec) error {
 		return err
 	}
 	for i, in := range p.Interfaces {
-		if in.Type != v1beta1.InterfaceTypePrivate || in.NetworkUUID == "" {
+		if in.Type != v1beta1.InterfaceTypePrivate {
 			continue
 		}
-		if err := c.checkNetwork(ctx, p.Zone, in.NetworkUUID, fmt.Sprintf("interfaces[%d].networkUUID", i)); err != nil {
-			return err
+		if in.NetworkUUID != "" {
+			if err := c.checkNetwork(ctx, p.Zone, in.NetworkUUID, fmt.Sprintf("interfaces[%d].networkUUID", i)); err != nil {
+				return err
+			}
+		}
+		for j, a := range in.Addresses {
+			if err := c.checkAddress(ctx, in.NetworkUUID, a, fmt.Sprintf("interfaces[%d].addresses[%d]", i, j)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// checkAddress checks a fixed address against its subnet: the subnet must
+// exist and be of the interface's network, and the address one the subnet
+// can give a server (inside its range; not its network, broadcast or
+// gateway address).
+func (c *Client) checkAddress(ctx context.Context, networkUUID string, a v1beta1.Address, field string) error {
+	if a.SubnetUUID == "" {
+		return nil
+	}
+	sn, ok, err := findCached(ctx, &c.subnets, c, "subnet.list", func(sn sdk.Subnet) bool { return strings.EqualFold(sn.UUID, a.SubnetUUID) }, func(ctx context.Context) ([]sdk.Subnet, error) {
+		return c.sdk.Subnets.List(ctx)
+	})
+	switch {
+	case err != nil:
+		return nil
+	case !ok:
+		return &cloud.InvalidConfigError{Field: field + ".subnetUUID", Message: fmt.Sprintf("subnet %s does not exist in this cloudscale.ch account", a.SubnetUUID)}
+	case networkUUID != "" && sn.Network.UUID != "" && !strings.EqualFold(sn.Network.UUID, networkUUID):
+		return &cloud.InvalidConfigError{Field: field + ".subnetUUID", Message: fmt.Sprintf("subnet %s is of network %s, not of the interface's network %s", a.SubnetUUID, sn.Network.UUID, networkUUID)}
+	}
+	if a.Address == "" {
+		return nil
+	}
+	prefix, perr := netip.ParsePrefix(sn.CIDR)
+	addr, aerr := netip.ParseAddr(a.Address)
+	if perr != nil || aerr != nil {
+		return nil
+	}
+	prefix = prefix.Masked()
+	usable := prefix.Contains(addr) && addr != prefix.Addr() && addr.String() != sn.GatewayAddress
+	if addr.Is4() && usable {
+		usable = addr != lastAddr(prefix)
+	}
+	if !usable {
+		return &cloud.InvalidConfigError{Field: field + ".address", Message: fmt.Sprintf("%s is not an address subnet %s (%s, gateway %s) can give a server", a.Address, a.SubnetUUID, sn.CIDR, orNone(sn.GatewayAddress))}
+	}
+	return nil
+}
+
+// lastAddr is the last address of a prefix (an IPv4 subnet's broadcast).
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().As4()
+	host := 32 - p.Bits()
+	for i := 3; i >= 0 && host > 0; i-- {
+		n := min(host, 8)
+		b[i] |= byte(1<<n - 1)
+		host -= n
+	}
+	return netip.AddrFrom4(b)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // checkImage checks a custom image (custom:<slug> or a UUID); public image
@@ -66,6 +132,9 @@ func (c *Client) checkImage(ctx context.Context, p *v1beta1.CloudscaleMachinePro
 	}
 	if len(image.Zones) > 0 && !slices.ContainsFunc(image.Zones, func(z sdk.ZoneStub) bool { return z.Slug == p.Zone }) {
 		return &cloud.InvalidConfigError{Field: "image", Message: fmt.Sprintf("custom image %q is not available in zone %s", p.Image, p.Zone)}
+	}
+	if image.SizeGB > 0 && p.RootVolumeSizeGB < image.SizeGB {
+		return &cloud.InvalidConfigError{Field: "rootVolumeSizeGB", Message: fmt.Sprintf("custom image %q needs a root volume of at least %d GB, the spec asks for %d", p.Image, image.SizeGB, p.RootVolumeSizeGB)}
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ type Client struct {
 	flavors    cloud.Catalog[sdk.Flavor]
 	images     cloud.Catalog[sdk.CustomImage]
 	networks   cloud.Catalog[sdk.Network]
+	subnets    cloud.Catalog[sdk.Subnet]
 	groupLocks cloud.GroupLocks
 
 	// rootTags remembers, per server UUID, the hash of the root volume tags

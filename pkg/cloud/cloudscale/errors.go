@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -34,6 +35,13 @@ func (c *Client) classify(ctx context.Context, op string, ex *cloud.Exchange, er
 	}
 	msgs = c.scrub(msgs, redact)
 	a := cloud.Answer{Cloud: displayName, Op: op, Status: status, RetryAfter: retryAfter, CredentialsSource: c.source}
+	if status == http.StatusForbidden {
+		// A token is read-only or read/write: a 403 refuses this (write)
+		// operation to a read-only one, unless the API says the token
+		// itself is no good.
+		a.IdentityRefused = identityRefused(msgs)
+		a.Permission, a.Grant = TokenScope, tokenScopeGrant
+	}
 	switch status {
 	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
 		inv := invalidConfig(op, msgs)
@@ -47,6 +55,25 @@ func (c *Client) classify(ctx context.Context, op string, ex *cloud.Exchange, er
 	return cloud.Classify(a)
 }
 
+// TokenScope is the scope a cloudscale.ch API token needs: tokens are
+// read-only (GET only) or read/write, and the provider writes.
+const (
+	TokenScope      = "read/write"
+	tokenScopeGrant = "read/write access (this token is read-only: create a read/write API token in the cloud control panel and put it in the secret)"
+)
+
+// identityPattern is what the API says of a token it does not accept.
+var identityPattern = regexp.MustCompile(`(?i)invalid token|credentials were not provided|not authenticated`)
+
+func identityRefused(msgs map[string]string) bool {
+	for _, m := range msgs {
+		if identityPattern.MatchString(m) {
+			return true
+		}
+	}
+	return false
+}
+
 // specFields maps the API's field names to the provider spec's; "" is a
 // field the spec does not have.
 var specFields = map[string]string{
@@ -58,6 +85,7 @@ var specFields = map[string]string{
 	"server_groups":    "serverGroups",
 	"ssh_keys":         "sshKeys",
 	"tags":             "tags",
+	"user_data":        "userDataSecret",
 	"name":             "",
 	"detail":           "",
 	"non_field_errors": "",
@@ -177,12 +205,21 @@ func flatten(v any) string {
 }
 
 // scrub removes the token and the other secrets from API messages (see
-// cloud.Scrub).
+// cloud.Scrub). A message that quoted part of one is withheld (its field
+// stays the key), and a field name the provider does not know that quotes
+// one is dropped.
 func (c *Client) scrub(msgs map[string]string, redact []string) map[string]string {
 	secrets := append([]string{c.token}, redact...)
 	out := make(map[string]string, len(msgs))
 	for k, v := range msgs {
-		out[k] = cloud.Scrub(v, secrets...)
+		if _, known := specFields[k]; !known && cloud.Quotes(k, secrets...) {
+			k = "non_field_errors"
+		}
+		v = cloud.Scrub(v, secrets...)
+		if prev, dup := out[k]; dup {
+			v = prev + "; " + v
+		}
+		out[k] = v
 	}
 	return out
 }

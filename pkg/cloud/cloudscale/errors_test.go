@@ -154,9 +154,20 @@ func TestRefusedToken(t *testing.T) {
 	_, err = fromSpec.SyncServer(v.ctx, ref("m"), spec, &cloud.Server{ID: "00000000-0000-4000-8000-000000000000"})
 	checkAuthError(t, err, "cloudscale-token")
 
+	// A read-only token is accepted: it may read, and a write is refused
+	// for want of the scope, not for the token.
 	ro, _ := c.NewClient(cloud.Credentials{Values: map[string]string{TokenKey: readOnly}, Source: "a read-only secret"}, nil)
+	if _, err := ro.ListServers(v.ctx, sel("m")); err != nil {
+		t.Fatalf("a read with a read-only token: %v", err)
+	}
 	_, _, err = ro.CreateServer(v.ctx, ref("m"), spec, nil)
-	checkAuthError(t, err, "read-only")
+	var perm *cloud.PermissionError
+	if !errors.As(err, &perm) || errors.As(err, new(*cloud.AuthError)) || perm.Permission != TokenScope || !cloud.NotPerformed(err) {
+		t.Errorf("a write with a read-only token: %v (%T), want a PermissionError for %q", err, err, TokenScope)
+	}
+	if !strings.Contains(err.Error(), "read-only secret") || !strings.Contains(err.Error(), "read/write") {
+		t.Errorf("%q does not say where the token came from and what it lacks", err)
+	}
 	mustNotContain(t, err, readOnly)
 }
 
@@ -344,7 +355,10 @@ func TestSpecFieldOfVolumeTags(t *testing.T) {
 	if f := specField("server.update", "tags"); f != "tags" {
 		t.Errorf("tags of a server map to %q", f)
 	}
-	if f := specField("server.create", "user_data"); f != "user_data" {
+	if f := specField("server.create", "user_data"); f != "userDataSecret" {
+		t.Errorf("the user data maps to %q", f)
+	}
+	if f := specField("server.create", "volumes"); f != "volumes" {
 		t.Errorf("unknown fields map to %q", f)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -98,7 +97,7 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 		steps.Place = func(ctx context.Context) (string, bool, error) { return c.placementGroup(ctx, *key) }
 		steps.Unplace = func(ctx context.Context, group string) {
 			if _, err := c.deleteGroupIfEmptyLocked(ctx, group, ""); err != nil {
-				logf.FromContext(ctx).Info("Deleting the anti-affinity group made for a refused create failed; the cleanup retries", "group", group, "error", err.Error())
+				cloud.Warn(ctx, "Deleting the anti-affinity group made for a refused create failed; the cleanup retries", err, "group", group)
 			}
 		}
 	}
@@ -204,7 +203,7 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 	// are the cleanup's (Client.CleanupGroups), which follows every
 	// Machine's delete and runs in the janitor.
 	if err := c.deleteEmptyGroups(ctx, m, detail); err != nil {
-		logf.FromContext(ctx).Info("Deleting the server's empty anti-affinity groups failed; the cleanup retries", "server", s.ID, "error", err.Error())
+		cloud.Warn(ctx, "Deleting the server's empty anti-affinity groups failed; the cleanup retries", err, "server", s.ID)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func TestCreateServer(t *testing.T) {
 		p.BaseDomain = "example.com"
 		p.Tags = map[string]string{"team": "a"}
 		p.RootVolumeTags = map[string]string{"backup": "daily"}
-		p.SSHKeys = []string{"ssh-ed25519 AAAA test"}
+		p.SSHKeys = []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8g user@host"}
 	})
 	userData := []byte(`{"ignition":{"version":"3.4.0"}}`)
 

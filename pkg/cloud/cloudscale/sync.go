@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -78,7 +77,7 @@ func (c *Client) syncTags(ctx context.Context, m cloud.MachineRef, p *v1beta1.Cl
 			// Nor does a failure hold the Machine back (the machine
 			// controller retries a failed update only after 30s): the
 			// next sync tags it.
-			logf.FromContext(ctx).Info("Tagging the root volume of a new server failed; the next update retries", "server", d.UUID, "error", err.Error())
+			cloud.Warn(ctx, "Tagging the root volume of a new server failed; the next update retries", err, "server", d.UUID)
 			return nil
 		}
 		c.takeUntagged(d.UUID)

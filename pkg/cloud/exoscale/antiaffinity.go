@@ -92,7 +92,7 @@ func (c *Client) placementGroup(ctx context.Context, k cloud.GroupKey) (v3.UUID,
 	if err != nil {
 		return "", false, err
 	}
-	if err := operationFailed(op, "antiaffinitygroup.create"); err != nil {
+	if err := c.operationFailed(ctx, op, "antiaffinitygroup.create"); err != nil {
 		return "", false, err
 	}
 	if op.Reference == nil || op.Reference.ID == "" {

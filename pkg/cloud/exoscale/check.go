@@ -3,6 +3,7 @@ package exoscale
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -70,6 +71,10 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 	}
 	if err := c.resolveTemplate(ctx, p, &r); skip(err) != nil {
 		return nil, err
+	} else if err == nil {
+		if err := checkDisk(p, r.template); err != nil {
+			return nil, err
+		}
 	}
 	for i, ref := range p.SecurityGroups {
 		id, err := lookup(ctx, c, &c.securityGroups, c.listSecurityGroups, ref, fmt.Sprintf("securityGroups[%d]", i), "security group", "",
@@ -102,6 +107,11 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 		if n.IP != "" && err == nil && found.ID != "" && !managed {
 			return nil, &cloud.InvalidConfigError{Field: field + ".ip", Message: fmt.Sprintf("private network %s is not managed (it has no address range): it leases no addresses, so none can be fixed", describe(n.ID, n.Name))}
 		}
+		if n.IP != "" && err == nil && managed {
+			if err := checkInRange(n.IP, found, field+".ip", describe(n.ID, n.Name)); err != nil {
+				return nil, err
+			}
+		}
 		r.networks = append(r.networks, resolvedNetwork{ID: id, IP: n.IP, Managed: managed})
 	}
 	if p.DeployTarget != nil {
@@ -120,6 +130,34 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 		}
 	}
 	return &r, nil
+}
+
+// checkDisk refuses a disk smaller than the template's image: the API
+// refuses the instance for it.
+func checkDisk(p *v1beta1.ExoscaleMachineProviderSpec, t v3.Template) error {
+	const gib = 1 << 30
+	if need := (t.Size + gib - 1) / gib; t.Size > 0 && p.DiskSize < need {
+		return &cloud.InvalidConfigError{Field: "diskSize", Message: fmt.Sprintf("template %q needs a disk of at least %d GiB, the spec asks for %d", t.Name, need, p.DiskSize)}
+	}
+	return nil
+}
+
+// checkInRange refuses a fixed address outside the managed network's range
+// (start-ip to end-ip): the attach, after the instance exists, would be
+// refused. Whether another instance holds it is left to the attach: a
+// lease read now says nothing of the moment of the attach, and the
+// actuator deletes an instance whose attach is refused for good.
+func checkInRange(ip string, pn v3.PrivateNetwork, field, what string) error {
+	addr, err := netip.ParseAddr(ip)
+	start, okStart := netip.AddrFromSlice(pn.StartIP.To4())
+	end, okEnd := netip.AddrFromSlice(pn.EndIP.To4())
+	if err != nil || !okStart || !okEnd {
+		return nil
+	}
+	if addr.Less(start) || end.Less(addr) {
+		return &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("%s is outside the address range %s-%s of private network %s", ip, start, end, what)}
+	}
+	return nil
 }
 
 func describe(id, name string) string {

@@ -25,23 +25,30 @@ func (c *Client) classify(ctx context.Context, op string, ex *cloud.Exchange, er
 	if status < 400 {
 		return cloud.ClassifyTransport(ctx, displayName, op, err)
 	}
-	msg := c.scrub(apiMessage(err, body), redact)
-	a := cloud.Answer{Cloud: displayName, Op: op, Status: status, RetryAfter: retryAfter, Message: msg, CredentialsSource: c.source}
+	// What the message says (the field, quota, busy) is read from it as
+	// the API wrote it; what is shown of it is scrubbed. A message that
+	// quoted part of a secret is withheld, and replaced by what the
+	// provider knows: the status and the field.
+	raw := apiMessage(err, body)
+	msg := c.scrub(raw, redact)
+	a := cloud.Answer{Cloud: displayName, Op: op, Status: status, RetryAfter: retryAfter, Message: msg, CredentialsSource: c.source,
+		IdentityRefused: identityRefused(raw)}
+	a.Permission, a.Grant = permission(op)
 	switch {
-	case status == http.StatusForbidden && quotaOrAuthorization(msg):
+	case status == http.StatusForbidden && quotaOrAuthorization(raw):
 		// The credentials are fine: the account may not have (more of)
 		// this. Retrying cannot help until someone raises the quota.
 		field := ""
-		if strings.Contains(strings.ToLower(msg), "gpu") || strings.Contains(strings.ToLower(msg), "instance type") {
+		if strings.Contains(strings.ToLower(raw), "gpu") || strings.Contains(strings.ToLower(raw), "instance type") {
 			field = "instanceType"
 		}
 		return &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("Exoscale %s: %s", op, msg)}
-	case status == http.StatusConflict && busy(msg):
+	case status == http.StatusConflict && busy(raw):
 		// Another operation on the resource is under way: this one was
 		// turned away and goes through once that one is done.
 		return &cloud.RetryableError{NotPerformed: true, Err: &cloud.APIError{Cloud: displayName, Op: op, Status: status, Message: msg}}
 	case status == http.StatusBadRequest || status == http.StatusConflict || status == http.StatusUnprocessableEntity:
-		a.Field, a.Message = invalidField(op, msg)
+		a.Field, a.Message = invalidField(op, raw, msg)
 	}
 	return cloud.Classify(a)
 }
@@ -125,10 +132,12 @@ var specFields = map[string]string{
 	"name":                 "",
 }
 
-// invalidField names the spec field an API's 400 is about, and words the
-// message for the Machine.
-func invalidField(op, msg string) (string, string) {
-	m := fieldPattern.FindStringSubmatch(msg)
+// invalidField names the spec field an API's 400 is about, from the
+// message as the API wrote it (raw), and words the message for the Machine
+// from its scrubbed form (msg). Only field names the provider knows come
+// from raw: nothing else of it is repeated.
+func invalidField(op, raw, msg string) (string, string) {
+	m := fieldPattern.FindStringSubmatch(raw)
 	if m == nil {
 		return "", msg
 	}

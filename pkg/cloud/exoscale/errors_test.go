@@ -127,6 +127,29 @@ func TestErrorClasses(t *testing.T) {
 			t.Errorf("the secret is in the error: %v", err)
 		}
 	})
+	t.Run("operation the role lacks", func(t *testing.T) {
+		policy, err := emu.ParsePolicy([]byte(`{"default-service-strategy": "deny", "services": {"compute": {"type": "rules", "rules": [
+			{"action": "deny", "expression": "operation == 'create-instance'"}, {"action": "allow", "expression": "true"}]}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := newEnv(t, emu.Config{Accounts: []emu.Account{{Name: "test", Key: testKey, Secret: testSecret, Policy: policy}}})
+		_, _, err = x.c.CreateServer(x.ctx, ref("worker-a"), x.spec(specJSON(nil)), nil)
+		var perm *cloud.PermissionError
+		if !errors.As(err, &perm) || errors.As(err, new(*cloud.AuthError)) || perm.Permission != "create-instance" || !cloud.NotPerformed(err) {
+			t.Fatalf("a create the role denies: %v (%T), want a PermissionError naming create-instance", err, err)
+		}
+		if !strings.Contains(err.Error(), `IAM operation "create-instance"`) || !strings.Contains(err.Error(), "Forbidden by role policy") {
+			t.Errorf("%q does not name the operation to grant", err)
+		}
+		// The account goes on; the refused operation is held back.
+		if !x.gate.ClosedUntil().IsZero() || x.gate.OpHeldUntil("instance.create").IsZero() {
+			t.Errorf("gate closed until %v, create held until %v: want only the create held", x.gate.ClosedUntil(), x.gate.OpHeldUntil("instance.create"))
+		}
+		if _, err := x.c.ListServers(x.ctx, cloud.Selector{ClusterID: clusterID}); err != nil {
+			t.Errorf("a list after the refused create: %v", err)
+		}
+	})
 	t.Run("quota", func(t *testing.T) {
 		x := newEnv(t, emu.Config{Accounts: []emu.Account{{Name: "test", Key: testKey, Secret: testSecret, Quotas: map[string]int64{"instance": 1}}}})
 		spec := x.spec(specJSON(nil))

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	v3 "github.com/exoscale/egoscale/v3"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -200,7 +199,7 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 		}
 		steps.Unplace = func(ctx context.Context, group string) {
 			if _, err := c.deleteGroupIfEmptyLocked(ctx, group); err != nil {
-				logf.FromContext(ctx).Info("Deleting the anti-affinity group made for a refused create failed; the cleanup retries", "group", group, "error", err.Error())
+				cloud.Warn(ctx, "Deleting the anti-affinity group made for a refused create failed; the cleanup retries", err, "group", group)
 			}
 		}
 	}
@@ -245,7 +244,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	if err != nil {
 		return nil, err
 	}
-	if err := operationFailed(op, "instance.create"); err != nil {
+	if err := c.operationFailed(ctx, op, "instance.create"); err != nil {
 		return nil, err
 	}
 	if op.Reference == nil || op.Reference.ID == "" {
@@ -266,7 +265,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 		if err := c.attachNetworks(ctx, r.zone, d, r.networks); err != nil {
 			// The instance exists: the create succeeded. The next
 			// SyncServer attaches what is missing.
-			logf.FromContext(ctx).Info("Attaching the private networks after the create failed; the next update retries", "instance", id, "error", err.Error())
+			cloud.Warn(ctx, "Attaching the private networks after the create failed; the next update retries", err, "instance", id)
 		}
 	}
 	return c.server(d), nil
@@ -275,12 +274,14 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 // operationFailed turns an operation already answered as failed into an
 // error: a failure the API explains by the request is the spec's problem,
 // others are retried. Either way the instance was never made, so the retry
-// need not wait for it.
-func operationFailed(op *v3.Operation, what string) error {
+// need not wait for it. The operation's message is scrubbed as an error's
+// is (a failed create may quote its user data).
+func (c *Client) operationFailed(ctx context.Context, op *v3.Operation, what string) error {
 	if op == nil || op.State != v3.OperationStateFailure {
 		return nil
 	}
-	msg := fmt.Sprintf("Exoscale %s: the operation %s failed (%s): %s", what, op.ID, op.Reason, cloud.Truncate(op.Message))
+	detail := c.scrub(op.Message, cloud.Redactions(ctx))
+	msg := fmt.Sprintf("Exoscale %s: the operation %s failed (%s): %s", what, op.ID, op.Reason, detail)
 	switch op.Reason {
 	case v3.OperationReasonIncorrect, v3.OperationReasonForbidden, v3.OperationReasonNotFound, v3.OperationReasonUnsupported:
 		return &cloud.InvalidConfigError{Message: msg}
@@ -328,7 +329,7 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 		return err
 	}
 	if err == nil {
-		if err := operationFailed(op, "instance.delete"); err != nil {
+		if err := c.operationFailed(ctx, op, "instance.delete"); err != nil {
 			return err
 		}
 	}
@@ -338,7 +339,7 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 	// are the cleanup's (Client.CleanupGroups), which follows every
 	// Machine's delete and runs in the janitor.
 	if err := c.deleteEmptyGroups(ctx, m, d); err != nil {
-		logf.FromContext(ctx).Info("Deleting the server's empty anti-affinity groups failed; the cleanup retries", "server", s.ID, "error", err.Error())
+		cloud.Warn(ctx, "Deleting the server's empty anti-affinity groups failed; the cleanup retries", err, "server", s.ID)
 	}
 	return nil
 }

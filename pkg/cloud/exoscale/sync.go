@@ -3,6 +3,7 @@ package exoscale
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"slices"
@@ -166,6 +167,10 @@ func (c *Client) attachSecurityGroups(ctx context.Context, p *v1beta1.ExoscaleMa
 			_, err := c.base.AttachInstanceToSecurityGroup(ctx, id, v3.AttachInstanceToSecurityGroupRequest{Instance: &v3.Instance{ID: d.ID}})
 			return err
 		}, alreadyDone)
+		var invalid *cloud.InvalidConfigError
+		if errors.As(err, &invalid) {
+			return &cloud.IncompleteError{Err: &cloud.InvalidConfigError{Field: "securityGroups", Message: invalid.Message}}
+		}
 		if err != nil {
 			return err
 		}
@@ -177,7 +182,7 @@ func (c *Client) attachSecurityGroups(ctx context.Context, p *v1beta1.ExoscaleMa
 // attachNetworks attaches the instance to the networks it is not on, with
 // the spec's fixed address where there is one.
 func (c *Client) attachNetworks(ctx context.Context, zc *v3.Client, d *instance, networks []resolvedNetwork) error {
-	for _, n := range networks {
+	for i, n := range networks {
 		if slices.ContainsFunc(d.PrivateNetworks, func(have v3.InstancePrivateNetworks) bool { return have.ID == n.ID }) {
 			continue
 		}
@@ -189,6 +194,15 @@ func (c *Client) attachNetworks(ctx context.Context, zc *v3.Client, d *instance,
 			_, err := zc.AttachInstanceToPrivateNetwork(ctx, n.ID, req)
 			return err
 		}, alreadyDone)
+		var invalid *cloud.InvalidConfigError
+		if errors.As(err, &invalid) {
+			// Name the spec's entry: networks are in its order.
+			field := fmt.Sprintf("privateNetworks[%d]", i)
+			if n.IP != "" {
+				field += ".ip"
+			}
+			return &cloud.IncompleteError{Err: &cloud.InvalidConfigError{Field: field, Message: invalid.Message}}
+		}
 		if err != nil {
 			return err
 		}
@@ -201,10 +215,15 @@ func (c *Client) attachNetworks(ctx context.Context, zc *v3.Client, d *instance,
 }
 
 // alreadyDone makes an attach that finds the instance attached already a
-// success: an earlier attempt whose answer was lost did it.
+// success: an earlier attempt whose answer was lost did it. Only that: an
+// address "leased to another instance already" is a refusal.
 func alreadyDone(err error) error {
 	var invalid *cloud.InvalidConfigError
-	if errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Message), "already") {
+	if !errors.As(err, &invalid) {
+		return err
+	}
+	msg := strings.ToLower(invalid.Message)
+	if strings.Contains(msg, "already") && strings.Contains(msg, "attached") {
 		return nil
 	}
 	return err

@@ -46,6 +46,11 @@ const (
 	// ReasonCredentialsInvalid: the credentials secret lacks a key or
 	// holds an unusable value.
 	ReasonCredentialsInvalid = "CredentialsInvalid"
+	// ReasonCredentialsRefused: the cloud refused the credentials.
+	ReasonCredentialsRefused = "CredentialsRefused"
+	// ReasonPermissionDenied: the cloud refused the flavor lookup to the
+	// credentials; the message names the permission to grant.
+	ReasonPermissionDenied = "PermissionDenied"
 )
 
 // Options tune the controller; zero values take the defaults.
@@ -204,7 +209,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	flavor, err := cl.Flavor(ctx, spec.Zone(), spec.InstanceType())
 	var invalid *cloud.InvalidConfigError
 	var retryable *cloud.RetryableError
+	var perm *cloud.PermissionError
+	var auth *cloud.AuthError
 	switch {
+	case errors.As(err, &perm), errors.As(err, &auth):
+		// A person must act; the condition and one event say what, and
+		// the account's gate says when to look again. What was published
+		// stays: the flavor did not change.
+		reason, after := ReasonPermissionDenied, time.Duration(0)
+		if perm != nil {
+			after = perm.RetryAfter
+		} else {
+			reason, after = ReasonCredentialsRefused, auth.RetryAfter
+		}
+		msg := cloud.Truncate(fmt.Sprintf("cannot look up flavor %q in zone %s: %v", spec.InstanceType(), spec.Zone(), err))
+		changed, werr := r.setCondition(ctx, ms, corev1.ConditionFalse, reason, msg)
+		if werr != nil {
+			return r.writeFailed(ctx, werr)
+		}
+		if changed {
+			r.recorder.Event(ms, corev1.EventTypeWarning, reason, msg)
+		}
+		return ctrl.Result{RequeueAfter: max(after, r.opts.RetryRequeue)}, nil
 	case errors.As(err, &invalid):
 		return r.unknown(ctx, ms, fmt.Sprintf("cannot publish the capacity of flavor %q in zone %s: %s", spec.InstanceType(), spec.Zone(), invalid.Message))
 	case errors.As(err, &retryable):

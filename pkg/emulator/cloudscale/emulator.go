@@ -2,8 +2,10 @@ package cloudscale
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +63,7 @@ func New(cfg Config) (*Emulator, error) {
 			return map[string]string{"detail": msg}
 		},
 		AdminAuth: e.adminAuthorized,
+		Echo:      echo,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fault rules: %w", err)
@@ -91,4 +94,23 @@ func (e *Emulator) newMeta(tags map[string]string) meta {
 		tags = map[string]string{}
 	}
 	return meta{UUID: id, Seq: seq, Tags: tags, CreatedAt: e.now().UTC().Truncate(time.Microsecond)}
+}
+
+// echo finds what an echo fault rule quotes: the user data a create sends
+// (user_data, as it is), or the token of the request.
+func echo(r *http.Request, what string) string {
+	switch what {
+	case harness.EchoCredentials:
+		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		return token
+	case harness.EchoUserData:
+		var body struct {
+			UserData string `json:"user_data"`
+		}
+		if r.Body != nil {
+			_ = json.NewDecoder(r.Body).Decode(&body)
+		}
+		return body.UserData
+	}
+	return ""
 }

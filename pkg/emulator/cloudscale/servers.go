@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 const maxServersPerGroup = 4
@@ -91,6 +93,9 @@ func (e *Emulator) createServer(c *call) reply {
 		}
 	}
 	if r := validTags(req.Tags); r != nil {
+		return *r
+	}
+	if r := validSSHKeys(req.SSHKeys); r != nil {
 		return *r
 	}
 	if req.UsePrivateNetwork != nil && *req.UsePrivateNetwork {
@@ -375,4 +380,17 @@ func (e *Emulator) renderServerImage(slug string) map[string]string {
 	}
 	img := findImage(slug)
 	return map[string]string{"slug": img.Slug, "name": img.Name, "operating_system": img.OperatingSystem, "default_username": img.DefaultUsername}
+}
+
+// validSSHKeys refuses what is not an OpenSSH public key, as the API does:
+// a server is never made with a key its sshd would not take.
+func validSSHKeys(keys []string) *reply {
+	for i, k := range keys {
+		key, _, options, rest, err := ssh.ParseAuthorizedKey([]byte(k))
+		if err != nil || key == nil || len(options) > 0 || len(rest) > 0 {
+			r := invalid("ssh_keys", "SSH key %d is not a valid OpenSSH public key.", i+1)
+			return &r
+		}
+	}
+	return nil
 }

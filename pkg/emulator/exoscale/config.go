@@ -71,6 +71,9 @@ type Account struct {
 	// DeployTargets are the dedicated hypervisors (or edge sites) the
 	// account may place instances on.
 	DeployTargets []DeployTargetSeed
+	// Policy is the IAM role policy of the account's key (iam.go); nil
+	// allows everything.
+	Policy *Policy
 }
 
 // The default account: what the demo and the emulator command use when no

@@ -2,6 +2,8 @@ package exoscale
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"net/http"
@@ -114,6 +116,7 @@ func New(cfg Config) (*Emulator, error) {
 		},
 		Route:     e.routeName,
 		AdminAuth: e.adminAuthorized,
+		Echo:      echo,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fault rules: %w", err)
@@ -157,7 +160,44 @@ func (e *Emulator) Routes() []string {
 	return out
 }
 
+// RouteOperations maps each route to its operationId, what IAM policies
+// name ("GET /v2/instance" -> "list-instances").
+func (e *Emulator) RouteOperations() map[string]string {
+	out := make(map[string]string, len(e.router.routes))
+	for _, rt := range e.router.routes {
+		out[rt.Name()] = rt.operation
+	}
+	return out
+}
+
 func (e *Emulator) newMeta() meta {
 	e.world.Seq++
 	return meta{ID: newUUID(), Seq: e.world.Seq, CreatedAt: e.now().UTC().Truncate(time.Millisecond)}
+}
+
+// echo finds what an echo fault rule quotes: the user data a create sends
+// (user-data, decoded from its base64, as a parser of it would see it), or
+// the API key that signed the request.
+func echo(r *http.Request, what string) string {
+	switch what {
+	case harness.EchoCredentials:
+		a, err := parseAuthorization(r.Header.Get("Authorization"))
+		if err != nil {
+			return ""
+		}
+		return a.Key
+	case harness.EchoUserData:
+		var body struct {
+			UserData string `json:"user-data"`
+		}
+		if r.Body != nil {
+			_ = json.NewDecoder(r.Body).Decode(&body)
+		}
+		ud, err := base64.StdEncoding.DecodeString(body.UserData)
+		if err != nil {
+			return body.UserData
+		}
+		return string(ud)
+	}
+	return ""
 }

@@ -29,6 +29,13 @@ func TestOpenAPIDocumentHasEveryRoute(t *testing.T) {
 	if ids := apiCheck.OperationIDs(routes); len(ids) != len(routes) {
 		t.Fatalf("%d routes, %d operationIds", len(routes), len(ids))
 	}
+	// The operationId each route declares (what IAM policies name) is
+	// the document's.
+	for route, op := range mustEmulator().RouteOperations() {
+		if want := apiCheck.OperationIDs([]string{route}); len(want) != 1 || want[0] != op {
+			t.Errorf("route %s declares operation %q, the document %v", route, op, want)
+		}
+	}
 	t.Logf("%d routes, all in the document", len(routes))
 }
 

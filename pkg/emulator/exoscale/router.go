@@ -21,8 +21,11 @@ type segment struct {
 type route struct {
 	method  string
 	pattern string
-	segs    []segment
-	h       handler
+	// operation is the route's operationId in the vendor's document
+	// ("list-instances"), what IAM policies allow or deny.
+	operation string
+	segs      []segment
+	h         handler
 	// public routes need no signature (the zone list); write routes change
 	// the world and save it.
 	public bool
@@ -47,8 +50,8 @@ func parsePattern(p string) []segment {
 
 type router struct{ routes []*route }
 
-func (rr *router) add(method, pattern string, h handler) *route {
-	rt := &route{method: method, pattern: pattern, segs: parsePattern(pattern), h: h, write: method != "GET"}
+func (rr *router) add(method, pattern, operation string, h handler) *route {
+	rt := &route{method: method, pattern: pattern, operation: operation, segs: parsePattern(pattern), h: h, write: method != "GET"}
 	rr.routes = append(rr.routes, rt)
 	return rt
 }

@@ -41,6 +41,10 @@ type Options struct {
 	// MaxBodyBytes bounds a request's body; a larger one gets 413 in the
 	// cloud's error shape. 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Echo finds in a request what an echo rule quotes (Rule.Echo): the
+	// user data or the credentials, as the emulated cloud carries them;
+	// "" when the request has none. Without it, echo rules quote nothing.
+	Echo func(r *http.Request, what string) string
 	// AdminAuth, when set, must accept a request to the admin endpoint or
 	// /metrics, which otherwise get 401: an emulator that requires
 	// credentials for its API requires them for these too.
@@ -54,6 +58,7 @@ type Harness struct {
 	route     func(*http.Request) string
 	maxBody   int64
 	adminAuth func(*http.Request) bool
+	echo      func(*http.Request, string) string
 	errorBody ErrorBody
 	registry  *prometheus.Registry
 	requests  *prometheus.CounterVec
@@ -78,6 +83,7 @@ func New(api *http.ServeMux, opts Options) (*Harness, error) {
 		maxBody:   opts.MaxBodyBytes,
 		adminAuth: opts.AdminAuth,
 		errorBody: opts.ErrorBody,
+		echo:      opts.Echo,
 		registry:  prometheus.NewRegistry(),
 		rng:       rand.New(rand.NewSource(seed)),
 		counts:    map[string]int64{},
@@ -190,6 +196,8 @@ type decision struct {
 	committed  bool
 	// limited: a rate limit refused the request, which is answered at once.
 	limited bool
+	// echo is the rule whose error quotes the request, nil for none.
+	echo *Rule
 }
 
 func (h *Harness) decide(method, route string) decision {
@@ -225,6 +233,10 @@ func (h *Harness) decide(method, route string) decision {
 			}
 			if d.errStatus == http.StatusTooManyRequests && d.retryAfter == 0 {
 				d.retryAfter = 1
+			}
+			if r.Echo != "" {
+				echo := *r
+				d.echo = &echo
 			}
 			h.injected.WithLabelValues(route, "error").Inc()
 			fired = true
@@ -289,7 +301,13 @@ func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if d.retryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(d.retryAfter))
 		}
-		h.writeError(w, d.errStatus, injectedMessage(d.errStatus, d.retryAfter))
+		msg := injectedMessage(d.errStatus, d.retryAfter)
+		if d.echo != nil && h.echo != nil {
+			if quote := d.echo.window(h.echo(r, d.echo.Echo)); quote != "" {
+				msg = echoMessage(d.errStatus, d.echo.Echo, quote)
+			}
+		}
+		h.writeError(w, d.errStatus, msg)
 		return
 	}
 	if !d.lose {
@@ -310,6 +328,15 @@ func injectedMessage(status, retryAfter int) string {
 		return fmt.Sprintf("Request was throttled. Expected available in %d seconds.", retryAfter)
 	}
 	return http.StatusText(status) + " (injected by the emulator)"
+}
+
+// echoMessage is an injected error that quotes the request, as a cloud's
+// parser or a proxy would.
+func echoMessage(status int, what, quote string) string {
+	if what == EchoCredentials {
+		return fmt.Sprintf("%s (injected by the emulator): invalid credentials '%s'", http.StatusText(status), quote)
+	}
+	return fmt.Sprintf("%s (injected by the emulator): user data: unexpected token near '%s'", http.StatusText(status), quote)
 }
 
 func (h *Harness) writeError(w http.ResponseWriter, status int, msg string) {

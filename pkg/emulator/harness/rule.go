@@ -37,6 +37,18 @@ type Rule struct {
 	// RetryAfterSeconds is sent as Retry-After with injected 429s (default 1).
 	RetryAfterSeconds int `json:"retryAfterSeconds,omitempty"`
 
+	// Echo makes the injected error quote a window of what the request
+	// carried, as a cloud's parser quotes the input it choked on ("unexpected
+	// token near '…'") and a proxy's error page a header: "userData" (the
+	// user data the request sends) or "credentials" (the token or API key it
+	// is authenticated with). The window is EchoLength characters (default
+	// 16) from EchoOffset (default: the middle). With Echo, ErrorStatus may
+	// also be a refusal: 400, 401, 403 or 422. A request without that
+	// material gets the error without a quote.
+	Echo       string `json:"echo,omitempty"`
+	EchoOffset int    `json:"echoOffset,omitempty"`
+	EchoLength int    `json:"echoLength,omitempty"`
+
 	// LostResponseRate is the probability (0..1) that the request is handled
 	// and its effect committed, but the client never sees the answer: it gets
 	// LostResponseStatus instead, or, when that is 0, a dropped connection.
@@ -59,6 +71,33 @@ type Rule struct {
 	// bucket is RateLimit's token bucket, made when the rule first sees a
 	// request.
 	bucket *rate.Limiter
+}
+
+// What an echo rule quotes.
+const (
+	EchoUserData    = "userData"
+	EchoCredentials = "credentials"
+	// defaultEchoLength is how much an echo quotes, about what a parser
+	// shows of the input around an error.
+	defaultEchoLength = 16
+)
+
+// window is the part of material an echo rule quotes.
+func (r *Rule) window(material string) string {
+	if material == "" {
+		return ""
+	}
+	n := r.EchoLength
+	if n <= 0 {
+		n = defaultEchoLength
+	}
+	n = min(n, len(material))
+	off := r.EchoOffset
+	if off == 0 {
+		off = (len(material) - n) / 2
+	}
+	off = min(off, len(material)-n)
+	return material[off : off+n]
 }
 
 // RateLimit is a token bucket: QPS tokens a second, at most Burst of them
@@ -119,8 +158,23 @@ func (r *Rule) Validate() error {
 	}
 	switch r.ErrorStatus {
 	case 0, 429, 500, 502, 503, 504:
+	case 400, 401, 403, 422:
+		if r.Echo == "" {
+			return fmt.Errorf("errorStatus %d is for echo rules only (an injected refusal that quotes the request)", r.ErrorStatus)
+		}
 	default:
-		return fmt.Errorf("errorStatus must be one of 429, 500, 502, 503, 504, got %d", r.ErrorStatus)
+		return fmt.Errorf("errorStatus must be one of 429, 500, 502, 503, 504 (with echo also 400, 401, 403, 422), got %d", r.ErrorStatus)
+	}
+	switch r.Echo {
+	case "", EchoUserData, EchoCredentials:
+	default:
+		return fmt.Errorf("echo must be %q or %q, got %q", EchoUserData, EchoCredentials, r.Echo)
+	}
+	if r.Echo != "" && r.ErrorRate == 0 {
+		return fmt.Errorf("echo quotes the request in an injected error: it needs an errorRate")
+	}
+	if r.EchoOffset < 0 || r.EchoLength < 0 {
+		return fmt.Errorf("echoOffset and echoLength must not be negative")
 	}
 	if r.LostResponseStatus != 0 && r.LostResponseStatus < 500 {
 		return fmt.Errorf("lostResponseStatus must be 0 (drop the connection) or a 5xx status, got %d", r.LostResponseStatus)
@@ -173,7 +227,7 @@ func ParseRule(s string) (Rule, error) {
 			continue
 		}
 		switch k {
-		case "route", "latency":
+		case "route", "latency", "echo":
 			fields[k] = v
 		default:
 			fields[k] = json.RawMessage(v)

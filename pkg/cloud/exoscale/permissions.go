@@ -1,0 +1,79 @@
+package exoscale
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+)
+
+// IAMService is the IAM service of every operation the provider calls:
+// instances, templates, groups, networks, SSH keys, instance types, deploy
+// targets and the zone list are all "compute" to Exoscale's IAM (the zone
+// list too: a role without it is refused "Forbidden by role policy for
+// compute").
+const IAMService = "compute"
+
+// iamOperations maps each call of the client (its op name in metrics and
+// messages) to the IAM operation an API key's role must allow for it: the
+// operationId of its route in Exoscale's API description. It is the one
+// table of the permissions the provider needs; the role policy in
+// docs/exoscale.md allows exactly these (a test holds them together).
+var iamOperations = map[string]string{
+	"zone.list":                "list-zones",
+	"instance.list":            "list-instances",
+	"instance.get":             "get-instance",
+	"instance.create":          "create-instance",
+	"instance.update":          "update-instance",
+	"instance.delete":          "delete-instance",
+	"instancetype.list":        "list-instance-types",
+	"template.list":            "list-templates",
+	"antiaffinitygroup.list":   "list-anti-affinity-groups",
+	"antiaffinitygroup.get":    "get-anti-affinity-group",
+	"antiaffinitygroup.create": "create-anti-affinity-group",
+	"antiaffinitygroup.delete": "delete-anti-affinity-group",
+	"securitygroup.list":       "list-security-groups",
+	"securitygroup.attach":     "attach-instance-to-security-group",
+	"privatenetwork.list":      "list-private-networks",
+	"privatenetwork.get":       "get-private-network",
+	"privatenetwork.attach":    "attach-instance-to-private-network",
+	"sshkey.list":              "list-ssh-keys",
+	"deploytarget.list":        "list-deploy-targets",
+}
+
+// IAMOperations are the IAM operations the provider needs, sorted.
+func IAMOperations() []string {
+	out := make([]string, 0, len(iamOperations))
+	for _, op := range iamOperations {
+		out = append(out, op)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// IAMOperation is the IAM operation of a call of the client, "" for a call
+// the table does not know.
+func IAMOperation(op string) string { return iamOperations[op] }
+
+// permission says what to grant for a refused call, in IAM's terms: the
+// operation, and how to grant it.
+func permission(op string) (name, grant string) {
+	if name = IAMOperation(op); name != "" {
+		return name, fmt.Sprintf("the IAM operation %q (service %s) in the role of their API key", name, IAMService)
+	}
+	return "", ""
+}
+
+// identityPattern is what the API says when it refuses the key itself
+// rather than an operation to it: "Invalid request signature", an unknown
+// or malformed key, a missing or expired signature. A refusal by the role
+// ("Forbidden by role policy for compute") or the organization's policy
+// refuses the operation only.
+var (
+	identityPattern = regexp.MustCompile(`(?i)signature|api key|authorization header|expired|unknown key|credential`)
+	policyPattern   = regexp.MustCompile(`(?i)polic`)
+)
+
+// identityRefused reports whether a 403's message refuses the key itself.
+func identityRefused(msg string) bool {
+	return identityPattern.MatchString(msg) && !policyPattern.MatchString(msg)
+}
