@@ -19,6 +19,13 @@ func (e *Emulator) routes() *router {
 	r.add("PUT", "/v2/instance/{id}:scale", e.scaleInstance)
 	r.add("PUT", "/v2/instance/{id}:resize-disk", e.resizeInstanceDisk)
 
+	r.add("GET", "/v2/instance-pool", e.listInstancePools)
+	r.add("POST", "/v2/instance-pool", e.createInstancePool)
+	r.add("GET", "/v2/instance-pool/{id}", e.getInstancePool)
+	r.add("DELETE", "/v2/instance-pool/{id}", e.deleteInstancePool)
+	r.add("PUT", "/v2/instance-pool/{id}:scale", e.scaleInstancePool)
+	r.add("PUT", "/v2/instance-pool/{id}:evict", e.evictInstancePoolMembers)
+
 	r.add("GET", "/v2/instance-type", e.listInstanceTypes)
 	r.add("GET", "/v2/instance-type/{id}", e.getInstanceType)
 
