@@ -27,7 +27,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(emulatorCommand(), managerCommand(), deployerCommand(), demoCommand())
+	root.AddCommand(emulatorCommand(), managerCommand(), deployerCommand(), demoCommand(), adoptCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
