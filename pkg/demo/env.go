@@ -87,11 +87,11 @@ type Env struct {
 	MachineSetName string
 	// APIURL is the emulator's base URL ("http://127.0.0.1:port/"; the
 	// Exoscale API's default endpoint is APIURL + "v2").
-	APIURL string
-	Autoscaler     *localcluster.Process
-	cloud          *emulated
-	cancel         context.CancelFunc
-	stops          []func()
+	APIURL     string
+	Autoscaler *localcluster.Process
+	cloud      *emulated
+	cancel     context.CancelFunc
+	stops      []func()
 }
 
 // Start starts everything. Stop stops it, also after an error.
