@@ -23,6 +23,13 @@ func (a *Adopter) planGroup(ctx context.Context, g *Group, cl *cluster) error {
 	if err := a.planUserData(ctx, g); err != nil {
 		return err
 	}
+	defer func() {
+		// What the group's nodes booted with, from those that fit it.
+		if g.UserData.Create != nil || g.UserData.Exists || g.Blocked != "" {
+			return
+		}
+		a.userDataContent(ctx, g)
+	}()
 	type candidate struct {
 		m    *Member
 		json []byte

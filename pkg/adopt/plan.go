@@ -3,6 +3,7 @@ package adopt
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -116,6 +117,8 @@ type Group struct {
 type Member struct {
 	Found       *cloud.Found
 	Node        *corev1.Node
+	// Existing is the Machine that records the server already, if any.
+	Existing    *machinev1beta1.Machine
 	MachineName string
 	Action      string
 	// Misfits are the fields in which the server differs from the group,
@@ -168,6 +171,14 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 	}
 	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID}
 	matched, unmatched := a.match(found, cl.nodes)
+	for _, m := range matched {
+		pid := a.cloud.Name() + "://" + m.Found.ID
+		for i := range cl.machines {
+			if p := cl.machines[i].Spec.ProviderID; p != nil && *p == pid {
+				m.Existing = &cl.machines[i]
+			}
+		}
+	}
 	groups := map[string]*Group{}
 	var order []string
 	for _, m := range matched {
@@ -288,10 +299,13 @@ func roleOf(m *Member, clusterID string) string {
 			return name
 		}
 	}
+	if m.Existing != nil && dnsLabel.MatchString(m.Existing.Labels[roleLabel]) {
+		return m.Existing.Labels[roleLabel]
+	}
 	if sub := terraformName.FindStringSubmatch(m.MachineName); sub != nil {
 		return sub[1]
 	}
-	for k := range m.Node.Labels {
+	for _, k := range slices.Sorted(maps.Keys(m.Node.Labels)) {
 		if r, ok := strings.CutPrefix(k, nodeRolePrefix); ok && r != "worker" && dnsLabel.MatchString(r) {
 			return r
 		}
@@ -316,13 +330,18 @@ func (a *Adopter) groupOf(m *Member) (string, *Group) {
 	case role == "master":
 		g.Master, g.Name = true, "control plane"
 		return "master", g
+	case m.Existing != nil && m.Existing.Labels[machineSetLabel] != "":
+		// Adopted before, or made by a MachineSet since: its group is
+		// that MachineSet's.
+		g.Name = m.Existing.Labels[machineSetLabel]
+		return "machineset/" + g.Name, g
 	case m.Found.Pool != nil:
 		g.Pool, g.Mode = m.Found.Pool, Replace
 		g.Name = fmt.Sprintf("%s-%s-%s", a.o.ClusterID, role, zoneSuffix(zone))
 		return "pool/" + m.Found.Pool.ID, g
 	}
 	g.Name = fmt.Sprintf("%s-%s-%s", a.o.ClusterID, role, zoneSuffix(zone))
-	return "role/" + role + "/" + zone, g
+	return "machineset/" + g.Name, g
 }
 
 // zoneSuffix shortens a zone for names, as installers name MachineSets

@@ -75,12 +75,25 @@ func (a *Adopter) planUserData(ctx context.Context, g *Group) error {
 		return fmt.Errorf("reading the user data secret %s: %w", ud.Secret, err)
 	case a.o.UserDataSecret != "":
 		g.Blocked = fmt.Sprintf("the user data secret %s/%s does not exist", a.o.Namespace, ud.Secret)
-		return nil
 	}
+	return nil
+}
+
+// userDataContent makes the secret a group's MachineSet names, when it
+// does not exist, from what its nodes booted with.
+func (a *Adopter) userDataContent(ctx context.Context, g *Group) {
+	ud := &g.UserData
 	base, source, problem := a.baseIgnition(ctx, g)
 	if problem != "" {
 		g.Blocked = "no user data for its MachineSet: " + problem
-		return nil
+		for _, m := range g.Members {
+			if m.Action == ActAdopt || m.Action == ActReplace {
+				m.Action, m.Machine = ActMisfit, nil
+				m.Misfits = append(m.Misfits, "the group: "+g.Blocked)
+			}
+		}
+		g.MachineSet, g.CPMS = nil, nil
+		return
 	}
 	ud.Source = source
 	ud.Create = &corev1.Secret{
@@ -91,7 +104,6 @@ func (a *Adopter) planUserData(ctx context.Context, g *Group) error {
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{baseIgnitionKey: base, userDataKey: []byte(hostnameTemplate)},
 	}
-	return nil
 }
 
 // baseIgnition is the Ignition a group's nodes share, without the hostname
@@ -100,6 +112,9 @@ func (a *Adopter) planUserData(ctx context.Context, g *Group) error {
 func (a *Adopter) baseIgnition(ctx context.Context, g *Group) ([]byte, string, string) {
 	var newest *Member
 	for _, m := range g.Members {
+		if m.Action == ActMisfit {
+			continue
+		}
 		if m.Found.UserData != nil && (newest == nil || m.Found.CreatedAt.After(newest.Found.CreatedAt)) {
 			newest = m
 		}

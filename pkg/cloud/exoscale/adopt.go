@@ -144,6 +144,18 @@ func (c *Client) surveyZone(ctx context.Context, zone string, sgs []v3.SecurityG
 		}
 		out = append(out, f)
 	}
+	// A pool's members, as far as they are not being destroyed.
+	for i := range out {
+		p := out[i].Pool
+		if p == nil {
+			continue
+		}
+		for _, o := range out {
+			if o.Pool != nil && o.Pool.ID == p.ID {
+				p.Members = append(p.Members, o.ID)
+			}
+		}
+	}
 	return out, nil
 }
 
