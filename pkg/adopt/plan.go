@@ -115,8 +115,8 @@ type Group struct {
 
 // Member is one server of a group.
 type Member struct {
-	Found       *cloud.Found
-	Node        *corev1.Node
+	Found *cloud.Found
+	Node  *corev1.Node
 	// Existing is the Machine that records the server already, if any.
 	Existing    *machinev1beta1.Machine
 	MachineName string
