@@ -130,7 +130,7 @@ func TestCPMSTemplateIsEachMastersSpecAfterDefaulting(t *testing.T) {
 		{"exoscale", exocloud.New(exocloud.Options{APIEndpoint: "http://127.0.0.1:1/v2", DefaultAPIKey: "EXOx", DefaultAPISecret: "x"}), map[string]any{
 			"apiVersion": "machine.appuio.io/v1beta1", "kind": "ExoscaleMachineProviderSpec",
 			"zone": "ch-gva-2", "instanceType": "standard.extra-large", "template": map[string]any{"name": "rhcos-4.19"}, "diskSize": 100,
-			"securityGroups": []any{map[string]any{"name": "c1_all_machines"}, map[string]any{"name": "c1_control_plane"}},
+			"securityGroups":  []any{map[string]any{"name": "c1_all_machines"}, map[string]any{"name": "c1_control_plane"}},
 			"privateNetworks": []any{map[string]any{"name": "c1_clusternet"}}, "sshKeys": []any{"c1-admin"},
 		}},
 	} {
