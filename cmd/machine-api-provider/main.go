@@ -27,7 +27,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(emulatorCommand(), managerCommand(), deployerCommand(), demoCommand(), adoptCommand())
+	root.AddCommand(emulatorCommand(), managerCommand(), deployerCommand(), demoCommand(), adoptCommand(), installManifestsCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

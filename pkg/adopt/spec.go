@@ -128,3 +128,12 @@ func clone(spec map[string]any) map[string]any {
 	maps.Copy(out, spec)
 	return out
 }
+
+// CanonicalSpec defaults and validates a provider spec as the actuator
+// and the webhooks do, and returns it in the form every defaulting step
+// leaves as it is (see parse): what a MachineSet or a
+// ControlPlaneMachineSet template should carry.
+func CanonicalSpec(c cloud.Cloud, spec map[string]any) ([]byte, error) {
+	_, b, err := parse(c, spec)
+	return b, err
+}

@@ -263,6 +263,7 @@ func TestAdoptCloudscale(t *testing.T) {
 		r, n := e.runningMachines("c-green-1234-worker-rma1")
 		return r == 4 && n == 4, fmt.Sprintf("%d of %d running", r, n)
 	})
+	e.assertApproved()
 	e.scale("c-green-1234-worker-rma1", 3)
 	e.eventually(2*time.Minute, "3 worker Machines", func() (bool, string) {
 		r, n := e.runningMachines("c-green-1234-worker-rma1")

@@ -37,6 +37,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/localcluster"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 	"github.com/appuio/machine-api-provider/pkg/userdata"
+	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
 // testLog is the running test's log file (controller-runtime's logger is
@@ -332,3 +333,30 @@ func (e *env) runningMachines(ms string) (int, int) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// assertApproved holds every Machine that runs on a Node to
+// cluster-machine-approver's rules (test/fixture): adopted ones for the
+// serving certificates their Nodes renew, new ones for both.
+func (e *env) assertApproved() {
+	e.t.Helper()
+	var machines machinev1beta1.MachineList
+	if err := e.Client.List(e.ctx, &machines, client.InNamespace(demo.Namespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	var nodes corev1.NodeList
+	if err := e.Client.List(e.ctx, &nodes); err != nil {
+		e.t.Fatal(err)
+	}
+	linked := 0
+	for _, m := range machines.Items {
+		if m.Status.NodeRef != nil {
+			linked++
+		}
+	}
+	if linked == 0 {
+		e.t.Fatal("no Machine runs on a Node")
+	}
+	for _, err := range fixture.ApproverWouldApprove(machines.Items, nodes.Items) {
+		e.t.Errorf("cluster-machine-approver: %v", err)
+	}
+}

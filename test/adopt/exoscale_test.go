@@ -273,6 +273,7 @@ func TestAdoptExoscale(t *testing.T) {
 		r, n := e.runningMachines("c-blue-5678-infra-gva2")
 		return r == 3 && n == 3, fmt.Sprintf("%d of %d running", r, n)
 	})
+	e.assertApproved()
 	e.scale("c-blue-5678-infra-gva2", 2)
 	e.eventually(2*time.Minute, "2 infra Machines", func() (bool, string) {
 		r, n := e.runningMachines("c-blue-5678-infra-gva2")
