@@ -1,7 +1,6 @@
 package adopt
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -307,9 +306,6 @@ func commonNodeRoles(members []*Member) map[string]string {
 	}
 	return out
 }
-
-// sameJSON compares two canonical specs.
-func sameJSON(a, b []byte) bool { return bytes.Equal(a, b) }
 
 // existingMachineSet finds a MachineSet by name.
 func existingMachineSet(cl *cluster, name string) *machinev1beta1.MachineSet {
