@@ -204,7 +204,7 @@ func (a *Adopter) memberSpec(g *Group, m *Member) map[string]any {
 	if g.AntiAffinityKey != "" {
 		spec["antiAffinityKey"] = g.AntiAffinityKey
 	}
-	if len(g.TakeOver) == 0 && g.Master && g.GroupNote != "" {
+	if g.Master && g.noTakeover {
 		// Masters on a cloud whose groups cannot be taken over: a
 		// replacement goes into the masters' existing group, by name.
 		if names := groupNames(g.Members); len(names) == 1 {
@@ -276,7 +276,7 @@ func (a *Adopter) planGroups(g *Group) {
 	}
 	switch {
 	case !ok && len(seen) > 0:
-		g.GroupNote = why
+		g.GroupNote, g.noTakeover = why, true
 		if g.Master {
 			g.AntiAffinityKey = ""
 		}

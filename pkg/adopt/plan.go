@@ -97,7 +97,9 @@ type Group struct {
 	TakeOver        []cloud.FoundGroup
 	GroupNote       string
 	maxGroup        int
-	UserData        UserData
+	// noTakeover: the cloud cannot take the members' groups over.
+	noTakeover bool
+	UserData   UserData
 	// NodeLabels are the node-role labels every Node of the group has:
 	// the Machines' spec.metadata.labels.
 	NodeLabels map[string]string
