@@ -49,7 +49,7 @@ func TestUserDataTemplateGivesEachMachineItsHostname(t *testing.T) {
 		} `json:"ignition"`
 		Storage struct {
 			Files []struct {
-				Path     string `json:"path"`
+				Path     string                  `json:"path"`
 				Contents struct{ Source string } `json:"contents"`
 			} `json:"files"`
 		} `json:"storage"`
