@@ -8,8 +8,8 @@ import (
 )
 
 // openShiftCRDs are the CRDs an OpenShift cluster has that the Machine API
-// needs: Machine, MachineSet, MachineHealthCheck, ControlPlaneMachineSet
-// and Infrastructure, as the openshift/api module in go.mod defines them.
+// needs: Machine, MachineSet, MachineHealthCheck and Infrastructure, as the
+// openshift/api module in go.mod defines them.
 func openShiftCRDs() ([]string, error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
 	if err != nil {
@@ -22,7 +22,6 @@ func openShiftCRDs() ([]string, error) {
 		filepath.Join(machine, "0000_10_machine-api_01_machines-Default.crd.yaml"),
 		filepath.Join(machine, "0000_10_machine-api_01_machinesets-Default.crd.yaml"),
 		filepath.Join(machine, "0000_10_machine-api_01_machinehealthchecks.crd.yaml"),
-		filepath.Join(dir, "machine", "v1", "zz_generated.crd-manifests", "0000_10_control-plane-machine-set_01_controlplanemachinesets-Default.crd.yaml"),
 		filepath.Join(config, "0000_10_config-operator_01_infrastructures-Default.crd.yaml"),
 	}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/pkg/adopt"
@@ -111,6 +113,17 @@ func start(t *testing.T, cloudName string) *env {
 		}
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// OpenShift has the ControlPlaneMachineSet CRD; the demo's cluster
+	// does not (its cluster-autoscaler would take machine.openshift.io/v1
+	// for the group's preferred version).
+	apiDir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(e.Cluster.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(strings.TrimSpace(string(apiDir)),
+		"machine", "v1", "zz_generated.crd-manifests", "0000_10_control-plane-machine-set_01_controlplanemachinesets-Default.crd.yaml")}, ErrorIfPathMissing: true}); err != nil {
 		t.Fatal(err)
 	}
 	scheme, err := adopt.Scheme()
