@@ -81,10 +81,7 @@ func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, d
 	m.Annotations[InstanceStateAnnotation] = server.Status
 	delete(m.Annotations, CreateIntentAnnotation)
 	addresses := append([]corev1.NodeAddress{}, server.Addresses...)
-	addresses = append(addresses,
-		corev1.NodeAddress{Type: corev1.NodeInternalDNS, Address: server.Name},
-		corev1.NodeAddress{Type: corev1.NodeHostName, Address: server.Name})
-	m.Status.Addresses = addresses
+	m.Status.Addresses = append(addresses, hostnames(server.Name)...)
 	st, err := decodeStatus(m)
 	if err != nil {
 		return err
@@ -189,4 +186,21 @@ func (a *Actuator) groupsDeleted(m *machinev1.Machine, names []string) {
 	}
 	metrics.GroupsDeleted(a.cloud.Name(), len(names))
 	a.recorder.Eventf(m, corev1.EventTypeNormal, "DeletedGroups", "Deleted empty %s anti-affinity group(s) %s", a.cloud.Name(), strings.Join(names, ", "))
+}
+
+// hostnames are the names a server's Node may have, as InternalDNS and
+// Hostname addresses: its name, and for a name with a domain its first
+// label too. cluster-machine-approver approves a new Node's client
+// certificate only for a Machine with an InternalDNS address equal to the
+// Node's name, and its serving certificate only if every DNS name in it is
+// one of the Machine's InternalDNS, ExternalDNS or Hostname addresses. A
+// server named <host>.<domain> (a spec's baseDomain, or a node Terraform
+// made) may run a Node named <host>: the Terraform modules' Ignition, and
+// adopt's user data (pkg/adopt), set that hostname.
+func hostnames(name string) []corev1.NodeAddress {
+	out := []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: name}, {Type: corev1.NodeHostName, Address: name}}
+	if host, _, ok := strings.Cut(name, "."); ok && host != "" {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalDNS, Address: host}, corev1.NodeAddress{Type: corev1.NodeHostName, Address: host})
+	}
+	return out
 }

@@ -9,6 +9,7 @@ package bootsim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -107,10 +108,28 @@ func (s *Simulator) Run(ctx context.Context) error {
 // of servers that are gone.
 func (s *Simulator) Step(ctx context.Context) error {
 	servers := s.cloud.Servers()
+	var nodes corev1.NodeList
+	if err := s.client.List(ctx, &nodes); err != nil {
+		return err
+	}
+	// A server whose Node is there already (registered by this simulation
+	// before, or made by a test as a node Terraform made, with the server's
+	// provider ID or only its address) has its kubelet.
+	hasNode := map[string]bool{}
+	for _, n := range nodes.Items {
+		if n.Spec.ProviderID != "" {
+			hasNode[n.Spec.ProviderID] = true
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				hasNode[a.Address] = true
+			}
+		}
+	}
 	alive := map[string]bool{}
 	for _, srv := range servers {
 		alive[srv.ProviderID] = true
-		if !srv.Running {
+		if !srv.Running || hasNode[srv.ProviderID] || slices.ContainsFunc(srv.PrivateIPs, func(ip string) bool { return hasNode[ip] }) {
 			continue
 		}
 		first, seen := s.running[srv.ProviderID]
@@ -125,10 +144,6 @@ func (s *Simulator) Step(ctx context.Context) error {
 			return err
 		}
 		s.registered[srv.ProviderID] = true
-	}
-	var nodes corev1.NodeList
-	if err := s.client.List(ctx, &nodes); err != nil {
-		return err
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]

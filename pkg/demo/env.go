@@ -85,10 +85,13 @@ type Env struct {
 	Exoscale   *emuexo.Emulator
 	// MachineSetName names the worker MachineSet of MachineSet.
 	MachineSetName string
-	Autoscaler     *localcluster.Process
-	cloud          *emulated
-	cancel         context.CancelFunc
-	stops          []func()
+	// APIURL is the emulator's base URL ("http://127.0.0.1:port/"; the
+	// Exoscale API's default endpoint is APIURL + "v2").
+	APIURL     string
+	Autoscaler *localcluster.Process
+	cloud      *emulated
+	cancel     context.CancelFunc
+	stops      []func()
 }
 
 // Start starts everything. Stop stops it, also after an error.
@@ -139,6 +142,7 @@ func Start(o Options) (*Env, error) {
 	e.MachineSetName = ClusterID + "-worker-" + e.cloud.zoneSuffix
 	srv := httptest.NewServer(e.cloud.handler)
 	e.stops = append(e.stops, srv.Close)
+	e.APIURL = srv.URL + "/"
 
 	mgr, err := manager.New(e.Cluster.Config, manager.Options{
 		Cloud:                  e.cloud.provider(srv.URL + "/"),

@@ -1,6 +1,11 @@
 package testenv
 
 import (
+	"context"
+	"testing"
+
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/webhooks"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -40,4 +45,25 @@ func (w *Webhooks) opts() *envtest.WebhookInstallOptions {
 		return &envtest.WebhookInstallOptions{}
 	}
 	return &w.env.WebhookInstallOptions
+}
+
+// Serve runs the provider's webhooks for c (webhooks.Serve, as the
+// webhook Deployment does) on the port and certificate the API server
+// was given, until the test ends; a failure to serve fails the test.
+func (w *Webhooks) Serve(t testing.TB, c cloud.Cloud) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- webhooks.Serve(ctx, webhooks.ServeOptions{
+			Cloud: c, Port: w.Port(), CertDir: w.CertDir(),
+			HealthProbeBindAddress: "0", MetricsBindAddress: "0",
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("webhooks.Serve: %v", err)
+		}
+	})
 }

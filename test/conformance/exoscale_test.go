@@ -434,6 +434,45 @@ func TestExoscaleSDKConformance(t *testing.T) {
 		wait(t, c)(c.DeletePrivateNetwork(x.ctx, pn))
 	})
 
+	t.Run("instance pools", func(t *testing.T) {
+		t.Parallel()
+		// With operations that stay pending: the SDK's Wait follows the
+		// pool's create, evict, scale and delete to their end.
+		c := slow.c
+		req := v3.CreateInstancePoolRequest{
+			Name: "conformance_worker-0", Size: 3, InstancePrefix: "worker", DiskSize: 20,
+			InstanceType: &v3.InstanceType{ID: v3.UUID(exoscale.InstanceTypeID("standard.medium"))},
+			Template:     &v3.Template{ID: ubuntu},
+		}
+		pool := wait(t, c)(c.CreateInstancePool(x.ctx, req)).Reference.ID
+		p, err := c.GetInstancePool(x.ctx, pool)
+		if err != nil || p.Size != 3 || len(p.Instances) != 3 || p.State != v3.InstancePoolStateRunning {
+			t.Fatalf("GetInstancePool: %+v, %v", p, err)
+		}
+		members, err := c.ListInstances(x.ctx, v3.ListInstancesWithManagerID(pool))
+		if err != nil || len(members.Instances) != 3 || members.Instances[0].Manager == nil || members.Instances[0].Manager.Type != v3.ManagerTypeInstancePool {
+			t.Fatalf("ListInstances of the pool: %+v, %v", members, err)
+		}
+		evicted := members.Instances[1].ID
+		wait(t, c)(c.EvictInstancePoolMembers(x.ctx, pool, v3.EvictInstancePoolMembersRequest{Instances: []v3.UUID{evicted}}))
+		if p, err = c.GetInstancePool(x.ctx, pool); err != nil || p.Size != 2 || slices.ContainsFunc(p.Instances, func(i v3.Instance) bool { return i.ID == evicted }) {
+			t.Fatalf("after the evict: %+v, %v", p, err)
+		}
+		_, err = c.GetInstance(x.ctx, evicted)
+		isErr(t, err, v3.ErrNotFound)
+		wait(t, c)(c.ScaleInstancePool(x.ctx, pool, v3.ScaleInstancePoolRequest{Size: 1}))
+		all, err := c.ListInstancePools(x.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found, err := all.FindInstancePool("conformance_worker-0"); err != nil || found.Size != 1 {
+			t.Fatalf("FindInstancePool: %+v, %v", found, err)
+		}
+		wait(t, c)(c.DeleteInstancePool(x.ctx, pool))
+		_, err = c.GetInstancePool(x.ctx, pool)
+		isErr(t, err, v3.ErrNotFound)
+	})
+
 	t.Run("ssh keys", func(t *testing.T) {
 		t.Parallel()
 		c := x.c

@@ -31,6 +31,8 @@ type InstanceInfo struct {
 	// UserData as the client sent it (base64).
 	UserData  string
 	CreatedAt time.Time
+	// Pool is the ID of the instance pool that owns it ("" for none).
+	Pool string
 }
 
 // Instances returns the instances of every account and zone, oldest first.
@@ -88,6 +90,7 @@ func (a *account) info(inst *instance) InstanceInfo {
 		Labels:             maps.Clone(inst.Labels),
 		UserData:           inst.UserData,
 		CreatedAt:          inst.CreatedAt,
+		Pool:               inst.Manager,
 	}
 	if it := findInstanceType(inst.Type); it != nil {
 		i.InstanceType, i.CPUs, i.MemoryBytes, i.GPUs = it.Name(), it.CPUs, it.Memory, it.GPUs

@@ -310,18 +310,18 @@ func (e *Emulator) listInstances(c *call) reply {
 			want[k] = v
 		}
 	}
-	if mt := q.Get("manager-type"); mt != "" && mt != "instance-pool" {
+	mt, mid := q.Get("manager-type"), q.Get("manager-id")
+	if mt != "" && mt != "instance-pool" {
 		return badRequest("Invalid value in manager-type - should be one of instance-pool")
 	}
-	managed := q.Get("manager-id") != "" || q.Get("manager-type") != ""
 	ip := q.Get("ip-address")
 	out := []any{}
 	for _, inst := range sorted(c.acct.Instances) {
 		if inst.Zone != c.zone {
 			continue
 		}
-		// No instance has a manager: instance pools are not emulated.
-		if managed {
+		// Instance pools are the only managers.
+		if (mt != "" && inst.Manager == "") || (mid != "" && inst.Manager != mid) {
 			continue
 		}
 		if ip != "" && !c.acct.hasAddress(inst, ip) {
@@ -574,6 +574,9 @@ func (c *call) renderInstance(inst *instance, full bool) map[string]any {
 	}
 	if len(inst.Labels) > 0 {
 		m["labels"] = inst.Labels
+	}
+	if inst.Manager != "" {
+		m["manager"] = map[string]string{"id": inst.Manager, "type": "instance-pool"}
 	}
 	if inst.PublicIPv4 != "" {
 		m["public-ip"] = inst.PublicIPv4

@@ -221,6 +221,7 @@ func (e *Emulator) settle(now time.Time) {
 }
 
 func (e *Emulator) settleAccount(a *account, now time.Time) {
+	defer e.settlePools(a, now)
 	for _, inst := range sorted(a.Instances) {
 		p := inst.Pending
 		if p == nil || now.Before(p.At) {

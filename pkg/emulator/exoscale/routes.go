@@ -20,6 +20,13 @@ func (e *Emulator) routes() *router {
 	r.add("PUT", "/v2/instance/{id}:scale", "scale-instance", e.scaleInstance)
 	r.add("PUT", "/v2/instance/{id}:resize-disk", "resize-instance-disk", e.resizeInstanceDisk)
 
+	r.add("GET", "/v2/instance-pool", "list-instance-pools", e.listInstancePools)
+	r.add("POST", "/v2/instance-pool", "create-instance-pool", e.createInstancePool)
+	r.add("GET", "/v2/instance-pool/{id}", "get-instance-pool", e.getInstancePool)
+	r.add("DELETE", "/v2/instance-pool/{id}", "delete-instance-pool", e.deleteInstancePool)
+	r.add("PUT", "/v2/instance-pool/{id}:scale", "scale-instance-pool", e.scaleInstancePool)
+	r.add("PUT", "/v2/instance-pool/{id}:evict", "evict-instance-pool-members", e.evictInstancePoolMembers)
+
 	r.add("GET", "/v2/instance-type", "list-instance-types", e.listInstanceTypes)
 	r.add("GET", "/v2/instance-type/{id}", "get-instance-type", e.getInstanceType)
 

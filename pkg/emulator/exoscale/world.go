@@ -31,6 +31,7 @@ type account struct {
 	PrivateNetworks    map[string]*privateNetwork    `json:"private_networks"`
 	SSHKeys            map[string]*sshKey            `json:"ssh_keys"`
 	Operations         map[string]*operation         `json:"operations"`
+	Pools              map[string]*instancePool      `json:"instance_pools"`
 }
 
 func newAccount(name string) *account {
@@ -61,6 +62,9 @@ func (a *account) fill() {
 	}
 	if a.Operations == nil {
 		a.Operations = map[string]*operation{}
+	}
+	if a.Pools == nil {
+		a.Pools = map[string]*instancePool{}
 	}
 }
 
@@ -110,6 +114,9 @@ type instance struct {
 	SecureBoot         bool              `json:"secure_boot,omitempty"`
 	TPM                bool              `json:"tpm,omitempty"`
 	AppSnapshots       bool              `json:"app_consistent_snapshots,omitempty"`
+	// Manager is the instance pool that made the instance and owns it ("" for
+	// none).
+	Manager string `json:"manager,omitempty"`
 }
 
 // nic is an instance's interface on a private network.

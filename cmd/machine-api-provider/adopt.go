@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/appuio/machine-api-provider/pkg/adopt"
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
+)
+
+func adoptCommand() *cobra.Command {
+	var (
+		o          adopt.Options
+		cloudName  string
+		kubeconfig string
+		apiURL     string
+		exoAPI     string
+		caFile     string
+		apply      bool
+		zapOpts    zap.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "adopt",
+		Short: "Bring a cluster's Terraform-made nodes under the provider, without recreating them",
+		Long: `Find the cluster's servers that Terraform made (appuio's terraform-openshift4-cloudscale
+and terraform-openshift4-exoscale modules), match each to its Node, group them by role and zone,
+and print the plan: per node group the MachineSet it would write, per server the Machine. Nothing
+changes without --apply.
+
+With --apply each server gets a Machine that records it (spec.providerID) and then the provider's
+identity (tags on cloudscale.ch, labels on Exoscale), nothing else; once the Machines run, linked
+to their Nodes and in sync with their spec, the group's MachineSet takes them over. Masters get
+Machines with a pre-drain hook (deleting one never deletes its server until the hook is removed)
+and an Inactive ControlPlaneMachineSet. A server that differs from its group in a field a Machine
+could not have as it is, is named with that field and left alone. Exoscale instance pool members
+cannot leave their pool alive: they are replaced one at a time (a new Machine, its Node Ready,
+the member drained and evicted). Running it again changes nothing.
+
+The provider must run in the cluster (the deployer's machine-api-controllers): --apply waits for
+its machine controller to take the Machines over. Credentials: as the manager's, from
+CLOUDSCALE_API_TOKEN or EXOSCALE_API_KEY and EXOSCALE_API_SECRET, or the secret
+--credentials-secret names (which the Machines then name too). docs/adopt.md has the whole
+procedure and the Terraform handover.`,
+		Example: `  # the plan
+  CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --cluster-id c-green-1234
+  # carry it out
+  CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --cluster-id c-green-1234 --apply
+  # Exoscale, with the credentials secret the Machines name
+  machine-api-provider adopt --cloud exoscale --credentials-secret exoscale-credentials --apply`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := newLogger(&zapOpts)
+			o.Log, o.Out = log, cmd.OutOrStdout()
+			var c cloud.Cloud
+			switch cloudName {
+			case "cloudscale":
+				cs := cscloud.New(cscloud.Options{BaseURL: apiURL})
+				if err := cs.Check(); err != nil {
+					return err
+				}
+				c = cs
+			case "exoscale":
+				exo := exocloud.New(exocloud.Options{APIEndpoint: exoAPI})
+				if err := exo.Check(); err != nil {
+					return err
+				}
+				c = exo
+			default:
+				return fmt.Errorf("--cloud %q: the clouds are: cloudscale, exoscale", cloudName)
+			}
+			if caFile != "" {
+				b, err := os.ReadFile(caFile)
+				if err != nil {
+					return fmt.Errorf("--ignition-ca: %w", err)
+				}
+				o.IgnitionCA = b
+			}
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			scheme, err := adopt.Scheme()
+			if err != nil {
+				return err
+			}
+			kube, err := client.New(cfg, client.Options{Scheme: scheme})
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			a, err := adopt.New(ctx, kube, c, o)
+			if err != nil {
+				return err
+			}
+			plan, err := a.Plan(ctx)
+			if err != nil {
+				return err
+			}
+			plan.Print(o.Out, apply)
+			if !apply {
+				return nil
+			}
+			fmt.Fprintln(o.Out)
+			report, err := a.Apply(ctx, plan)
+			report.Print(o.Out)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cloudName, "cloud", "cloudscale", "the cloud: cloudscale or exoscale")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machine API")
+	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster ID the Machines carry (label machine.openshift.io/cluster-api-cluster) and the provider tags servers with (default: the Infrastructure's infrastructureName; the cloudscale.ch module tags adoptable servers with its cluster_id)")
+	f.StringSliceVar(&o.Zones, "zone", nil, "zones to look in (default: all of the account's)")
+	f.StringVar(&o.CredentialsSecret, "credentials-secret", "", "secret in --namespace with the cloud credentials, which the Machines name (default: the environment's, and the manager's default for the Machines)")
+	f.StringVar(&o.UserDataSecret, "user-data-secret", "", "user data secret every MachineSet names (default: one per node group, <MachineSet>-user-data, made from what its nodes booted with)")
+	f.StringVar(&caFile, "ignition-ca", "", "file with the machine config server's CA, for cloudscale.ch user data (default: read from the cluster)")
+	f.BoolVar(&apply, "apply", false, "carry the plan out (default: only print it)")
+	f.DurationVar(&o.Wait, "wait", 15*time.Minute, "how long to wait for each step the cluster carries out (Machines Running, a replacement Ready, a drain)")
+	f.StringVar(&apiURL, "cloudscale-api-url", os.Getenv("CLOUDSCALE_API_URL"), "cloudscale.ch API base URL (default $CLOUDSCALE_API_URL, else the real API)")
+	f.StringVar(&exoAPI, "exoscale-api-endpoint", os.Getenv(exocloud.EnvAPIEndpoint), "Exoscale API endpoint (default $EXOSCALE_API_ENDPOINT, else "+exocloud.DefaultEndpoint+")")
+	bindLogFlags(f, &zapOpts)
+	return cmd
+}

@@ -1,0 +1,363 @@
+package adopt
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+)
+
+// Labels of the Machine API.
+const (
+	clusterLabel    = "machine.openshift.io/cluster-api-cluster"
+	machineSetLabel = "machine.openshift.io/cluster-api-machineset"
+	roleLabel       = "machine.openshift.io/cluster-api-machine-role"
+	typeLabel       = "machine.openshift.io/cluster-api-machine-type"
+	nodeRolePrefix  = "node-role.kubernetes.io/"
+)
+
+// Annotations adopt writes.
+const (
+	// AdoptedAnnotation on a Machine names the server adopt found for it.
+	AdoptedAnnotation = "machine.appuio.io/adopted-server"
+	// PoolAnnotation on a MachineSet names the instance pool whose members
+	// it replaces, PoolSizeAnnotation how many members the pool had when
+	// the replacement began.
+	PoolAnnotation     = "machine.appuio.io/replaces-instance-pool"
+	PoolSizeAnnotation = "machine.appuio.io/replaces-instance-pool-size"
+	// MasterHook is the pre-drain lifecycle hook of adopted masters: a
+	// deleted master Machine waits at it, so its server stays until
+	// someone removes the hook.
+	MasterHook      = "machine-api-provider-adopted-master"
+	masterHookOwner = "machine-api-provider adopt"
+)
+
+// How a node group is brought under the provider.
+const (
+	// InPlace: each server gets a Machine and the provider's identity;
+	// nothing else changes.
+	InPlace = "in place"
+	// Replace: the servers are owned by an instance pool, which lets them
+	// go only by destroying them; a MachineSet makes one new Machine per
+	// member, then the member is drained and evicted.
+	Replace = "rolling replacement"
+)
+
+// Member actions.
+const (
+	ActAdopt   = "adopt"
+	ActAdopted = "adopted already"
+	ActMisfit  = "left alone"
+	ActReplace = "replace"
+)
+
+// Plan is what adopt would do, and with --apply does.
+type Plan struct {
+	Cloud     string
+	ClusterID string
+	Groups    []*Group
+	// Unmatched are servers of the cluster's domain that no Node runs on.
+	Unmatched []cloud.Found
+}
+
+// Group is one node group: the servers of one role in one zone (or one
+// instance pool), and the MachineSet (or, for masters, the
+// ControlPlaneMachineSet) that describes them.
+type Group struct {
+	// Name is the MachineSet's name, or "control plane" for masters.
+	Name   string
+	Role   string
+	Zone   string
+	Master bool
+	Mode   string
+	Pool   *cloud.FoundPool
+	// Spec is the provider spec a Machine of the group has, as the
+	// webhooks and the actuator default it; SpecJSON its JSON with
+	// sorted members, which every Machine and template of the group
+	// carries byte for byte.
+	Spec     cloud.Spec
+	SpecJSON []byte
+	// SpecError says why the group has no spec (its members do not parse).
+	SpecError string
+	// AntiAffinityKey is the spec's key; TakeOver the existing groups that
+	// become the key's; GroupNote says what happens to the others.
+	AntiAffinityKey string
+	TakeOver        []cloud.FoundGroup
+	GroupNote       string
+	maxGroup        int
+	// noTakeover: the cloud cannot take the members' groups over.
+	noTakeover bool
+	UserData   UserData
+	// NodeLabels are the node-role labels every Node of the group has:
+	// the Machines' spec.metadata.labels.
+	NodeLabels map[string]string
+	Members    []*Member
+	// MachineSet and CPMS are the objects adopt writes (nil when it writes
+	// none); Exists says one is there already.
+	MachineSet *machinev1beta1.MachineSet
+	CPMS       *machinev1.ControlPlaneMachineSet
+	Exists     bool
+	// Blocked says why the group is left alone as a whole.
+	Blocked string
+	// CPMSNote says why the masters get no ControlPlaneMachineSet.
+	CPMSNote string
+}
+
+// Member is one server of a group.
+type Member struct {
+	Found *cloud.Found
+	Node  *corev1.Node
+	// Existing is the Machine that records the server already, if any.
+	Existing    *machinev1beta1.Machine
+	MachineName string
+	Action      string
+	// Misfits are the fields in which the server differs from the group,
+	// with its own value.
+	Misfits []string
+	// Machine is the Machine adopt writes for it (nil when none).
+	Machine *machinev1beta1.Machine
+}
+
+// cluster is what the cluster says about its nodes and Machines.
+type cluster struct {
+	nodes       []corev1.Node
+	machines    []machinev1beta1.Machine
+	machineSets []machinev1beta1.MachineSet
+	cpms        []machinev1.ControlPlaneMachineSet
+}
+
+func (a *Adopter) readCluster(ctx context.Context) (*cluster, error) {
+	c := &cluster{}
+	var nodes corev1.NodeList
+	if err := a.kube.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	var machines machinev1beta1.MachineList
+	if err := a.kube.List(ctx, &machines, client.InNamespace(a.o.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing Machines: %w", err)
+	}
+	var sets machinev1beta1.MachineSetList
+	if err := a.kube.List(ctx, &sets, client.InNamespace(a.o.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing MachineSets: %w", err)
+	}
+	var cpms machinev1.ControlPlaneMachineSetList
+	if err := a.kube.List(ctx, &cpms, client.InNamespace(a.o.Namespace)); err != nil && !isNoKind(err) {
+		return nil, fmt.Errorf("listing ControlPlaneMachineSets: %w", err)
+	}
+	c.nodes, c.machines, c.machineSets, c.cpms = nodes.Items, machines.Items, sets.Items, cpms.Items
+	return c, nil
+}
+
+// Plan surveys the cloud and the cluster and says what adopt would do. It
+// changes nothing.
+func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
+	found, err := a.a.Survey(ctx, a.o.Zones)
+	if err != nil {
+		return nil, fmt.Errorf("surveying the %s account: %w", a.cloud.Name(), err)
+	}
+	cl, err := a.readCluster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID}
+	matched, unmatched := a.match(found, cl.nodes)
+	for _, m := range matched {
+		pid := a.cloud.Name() + "://" + m.Found.ID
+		for i := range cl.machines {
+			if p := cl.machines[i].Spec.ProviderID; p != nil && *p == pid {
+				m.Existing = &cl.machines[i]
+			}
+		}
+	}
+	groups := map[string]*Group{}
+	var order []string
+	for _, m := range matched {
+		key, g := a.groupOf(m)
+		if existing, ok := groups[key]; ok {
+			g = existing
+		} else {
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.Members = append(g.Members, m)
+	}
+	domains := map[string]bool{}
+	for _, m := range matched {
+		if _, d, ok := strings.Cut(m.Found.Name, "."); ok {
+			domains[d] = true
+		}
+	}
+	for _, f := range unmatched {
+		if _, d, ok := strings.Cut(f.Name, "."); ok && domains[d] {
+			p.Unmatched = append(p.Unmatched, f)
+		}
+	}
+	sort.Strings(order)
+	// Masters first, then the groups by name: the plan reads the same
+	// every time.
+	slices.SortStableFunc(order, func(x, y string) int {
+		return boolInt(!groups[x].Master) - boolInt(!groups[y].Master)
+	})
+	names := map[string]int{}
+	for _, k := range order {
+		names[groups[k].Name]++
+	}
+	for _, k := range order {
+		g := groups[k]
+		if g.Pool != nil && names[g.Name] > 1 {
+			g.Name += "-pool"
+		}
+		if err := a.planGroup(ctx, g, cl); err != nil {
+			return nil, err
+		}
+		p.Groups = append(p.Groups, g)
+	}
+	return p, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// match pairs servers with Nodes: by provider ID, else by the hostname (the
+// name's first label, as the Terraform modules' Ignition sets it) when an
+// address agrees too.
+func (a *Adopter) match(found []cloud.Found, nodes []corev1.Node) ([]*Member, []cloud.Found) {
+	byProviderID := map[string]*corev1.Node{}
+	byName := map[string]*corev1.Node{}
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Spec.ProviderID != "" {
+			byProviderID[n.Spec.ProviderID] = n
+		}
+		byName[n.Name] = n
+	}
+	var matched []*Member
+	var unmatched []cloud.Found
+	for i := range found {
+		f := &found[i]
+		host, _, _ := strings.Cut(f.Name, ".")
+		n := byProviderID[a.cloud.Name()+"://"+f.ID]
+		if n == nil {
+			if cand := byName[host]; cand != nil && (cand.Spec.ProviderID == "" && sharesAddress(cand, f)) {
+				n = cand
+			}
+		}
+		if n == nil {
+			unmatched = append(unmatched, *f)
+			continue
+		}
+		matched = append(matched, &Member{Found: f, Node: n, MachineName: host})
+	}
+	return matched, unmatched
+}
+
+// sharesAddress says whether a Node reports one of the server's addresses:
+// a name alone could be another cluster's node of the same name.
+func sharesAddress(n *corev1.Node, f *cloud.Found) bool {
+	for _, na := range n.Status.Addresses {
+		for _, sa := range f.Addresses {
+			if na.Address == sa.Address {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// terraformName is the module's node name: <role>-<4 hex> (random_id of 2
+// bytes with the role as its prefix).
+var terraformName = regexp.MustCompile(`^(.+)-[0-9a-f]{4}$`)
+
+// roleOf names a server's role: master for the control plane; else the
+// role the Terraform module put in its name or its pool's name; else the
+// Node's role that is not "worker".
+func roleOf(m *Member, clusterID string) string {
+	if isMaster(m.Node) {
+		return "master"
+	}
+	if p := m.Found.Pool; p != nil {
+		// <cluster>_<role>-<n>
+		name := strings.TrimPrefix(p.Name, clusterID+"_")
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			name = name[:i]
+		}
+		if dnsLabel.MatchString(name) {
+			return name
+		}
+	}
+	if m.Existing != nil && dnsLabel.MatchString(m.Existing.Labels[roleLabel]) {
+		return m.Existing.Labels[roleLabel]
+	}
+	if sub := terraformName.FindStringSubmatch(m.MachineName); sub != nil {
+		return sub[1]
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Node.Labels)) {
+		if r, ok := strings.CutPrefix(k, nodeRolePrefix); ok && r != "worker" && dnsLabel.MatchString(r) {
+			return r
+		}
+	}
+	return "worker"
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+func isMaster(n *corev1.Node) bool {
+	_, master := n.Labels[nodeRolePrefix+"master"]
+	_, cp := n.Labels[nodeRolePrefix+"control-plane"]
+	return master || cp
+}
+
+// groupOf is the key and a new group for a member.
+func (a *Adopter) groupOf(m *Member) (string, *Group) {
+	role := roleOf(m, a.o.ClusterID)
+	zone := m.Found.Zone
+	g := &Group{Role: role, Zone: zone, Mode: InPlace}
+	switch {
+	case role == "master":
+		g.Master, g.Name = true, "control plane"
+		return "master", g
+	case m.Existing != nil && m.Existing.Labels[machineSetLabel] != "":
+		// Adopted before, or made by a MachineSet since: its group is
+		// that MachineSet's.
+		g.Name = m.Existing.Labels[machineSetLabel]
+		return "machineset/" + g.Name, g
+	case m.Found.Pool != nil:
+		g.Pool, g.Mode = m.Found.Pool, Replace
+		g.Name = fmt.Sprintf("%s-%s-%s", a.o.ClusterID, role, zoneSuffix(zone))
+		return "pool/" + m.Found.Pool.ID, g
+	}
+	g.Name = fmt.Sprintf("%s-%s-%s", a.o.ClusterID, role, zoneSuffix(zone))
+	return "machineset/" + g.Name, g
+}
+
+// zoneSuffix shortens a zone for names, as installers name MachineSets
+// after their zone: rma1, gva2 (ch-gva-2).
+func zoneSuffix(zone string) string {
+	parts := strings.Split(zone, "-")
+	if len(parts) == 3 {
+		return parts[1] + parts[2]
+	}
+	return zone
+}
+
+// isNoKind says the API server does not know a kind (a cluster without the
+// ControlPlaneMachineSet CRD).
+func isNoKind(err error) bool {
+	return meta.IsNoMatchError(err) || apierrors.IsNotFound(err)
+}

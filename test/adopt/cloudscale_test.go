@@ -1,0 +1,278 @@
+package adopt_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
+	"github.com/appuio/machine-api-provider/pkg/adopt"
+	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/demo"
+)
+
+// The cluster as appuio/terraform-openshift4-cloudscale names it: cluster_id
+// (the Project Syn ID, which the Machines and tags carry), and nodes named
+// <role>-<4 hex>.<cluster_name>.<base_domain>.
+const (
+	csClusterID = "c-green-1234"
+	csDomain    = "green.example.com"
+	fakeCA      = "-----BEGIN CERTIFICATE-----\nMIIBfakeCAforTheTest\n-----END CERTIFICATE-----\n"
+)
+
+// csWorld is what the module made, by the cloudscale.ch SDK.
+type csWorld struct {
+	c       *sdk.Client
+	network string
+	subnet  string
+	groups  map[string]string // role -> server group UUID
+	servers map[string]*sdk.Server
+}
+
+// moduleUserData is the user data the module's node-group gives a node.
+func moduleUserData(config, hex string) string {
+	b, _ := json.Marshal(map[string]any{
+		"ignition": map[string]any{
+			"version": "3.1.0",
+			"config":  map[string]any{"merge": []any{map[string]any{"source": "https://api-int." + csDomain + ":22623/config/" + config}}},
+		},
+		"storage": map[string]any{"files": []any{map[string]any{"filesystem": "root", "path": "/etc/hostname", "mode": 420, "contents": map[string]any{"source": "data:," + hex}}}},
+	})
+	return string(b)
+}
+
+func buildCloudscale(t *testing.T, e *env) *csWorld {
+	t.Helper()
+	ctx := context.Background()
+	c := sdk.NewClient(http.DefaultClient)
+	c.BaseURL, _ = url.Parse(e.APIURL)
+	c.AuthToken = "terraform"
+	w := &csWorld{c: c, groups: map[string]string{}, servers: map[string]*sdk.Server{}}
+	no := false
+	net, err := c.Networks.Create(ctx, &sdk.NetworkCreateRequest{ZonalResourceRequest: sdk.ZonalResourceRequest{Zone: "rma1"}, Name: "privnet-" + csClusterID, AutoCreateIPV4Subnet: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.Subnets.Create(ctx, &sdk.SubnetCreateRequest{Network: net.UUID, CIDR: "172.18.200.0/24", GatewayAddress: "172.18.200.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.network, w.subnet = net.UUID, sub.UUID
+	for _, role := range []string{"master", "worker", "infra"} {
+		g, err := c.ServerGroups.Create(ctx, &sdk.ServerGroupRequest{ZonalResourceRequest: sdk.ZonalResourceRequest{Zone: "rma1"}, Name: role + "-group", Type: "anti-affinity"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.groups[role] = g.UUID
+	}
+	type node struct {
+		hex, role, flavor string
+		adoptable         bool
+	}
+	for _, n := range []node{
+		{"master-1a2b", "master", "plus-16-4", false}, {"master-3c4d", "master", "plus-16-4", false}, {"master-5e6f", "master", "plus-16-4", false},
+		{"worker-0a1b", "worker", "plus-16-4", true}, {"worker-2c3d", "worker", "plus-16-4", true}, {"worker-4e5f", "worker", "plus-16-4", true},
+		// Resized by hand in the control panel since: left alone.
+		{"worker-ffff", "worker", "flex-8-4", true},
+		{"infra-7a8b", "infra", "plus-16-4", true}, {"infra-9c0d", "infra", "plus-16-4", true},
+	} {
+		config := "worker"
+		if n.role == "master" {
+			config = "master"
+		}
+		req := &sdk.ServerRequest{
+			Name: n.hex + "." + csDomain, Zone: "rma1", Flavor: n.flavor, Image: "custom:rhcos-4.19", VolumeSizeGB: 100,
+			Interfaces:   &[]sdk.InterfaceRequest{{Network: net.UUID, Addresses: &[]sdk.AddressRequest{{Subnet: sub.UUID}}}},
+			ServerGroups: []string{w.groups[n.role]}, UserData: moduleUserData(config, n.hex), SSHKeys: []string{},
+		}
+		if n.adoptable {
+			req.Tags = &sdk.TagMap{v1beta1.TagMachineName: n.hex, v1beta1.TagClusterID: csClusterID}
+		}
+		s, err := c.Servers.Create(ctx, req)
+		if err != nil {
+			t.Fatalf("creating %s: %v", n.hex, err)
+		}
+		w.servers[n.hex] = s
+		// Its Node. The cloud controller manager set the provider ID of
+		// the masters and workers; the infra nodes have none (they are
+		// found by name and address).
+		ip := s.Interfaces[0].Addresses[0].Address
+		switch n.role {
+		case "master":
+			e.node(n.hex, "cloudscale://"+s.UUID, []string{"master", "control-plane"}, ip)
+		case "worker":
+			e.node(n.hex, "cloudscale://"+s.UUID, []string{"worker", "app"}, ip)
+		default:
+			e.node(n.hex, "", []string{"infra", "worker"}, ip)
+		}
+	}
+	// The bootstrap node, gone from the cluster but not from the account.
+	boot, err := c.Servers.Create(ctx, &sdk.ServerRequest{Name: "bootstrap." + csDomain, Zone: "rma1", Flavor: "plus-16-4", Image: "custom:rhcos-4.19", VolumeSizeGB: 100,
+		Interfaces: &[]sdk.InterfaceRequest{{Network: net.UUID, Addresses: &[]sdk.AddressRequest{{Subnet: sub.UUID}}}}, SSHKeys: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.servers["bootstrap"] = boot
+	e.eventually(time.Minute, "the servers to run", func() (bool, string) {
+		for name, s := range w.servers {
+			got, err := c.Servers.Get(ctx, s.UUID)
+			if err != nil {
+				return false, err.Error()
+			}
+			if got.Status != "running" {
+				return false, name + " is " + got.Status
+			}
+			w.servers[name] = got
+		}
+		return true, ""
+	})
+	// The bootstrap server's Node, which the boot simulation registered as
+	// for any server, went: the bootstrap node never joins for good.
+	e.eventually(time.Minute, "the bootstrap node to register", func() (bool, string) {
+		err := e.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap." + csDomain}})
+		return err == nil, fmt.Sprint(err)
+	})
+	// What OpenShift has: the root CA the machine config server's
+	// certificate chains to.
+	if err := e.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "root-ca"}, Data: map[string]string{"ca.crt": fakeCA}}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestAdoptCloudscale(t *testing.T) {
+	e := start(t, demo.Cloudscale)
+	w := buildCloudscale(t, e)
+	prov := cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "adopt"})
+
+	// The plan alone changes nothing.
+	e.Harness().ResetRequests()
+	var out bytes.Buffer
+	a := e.adopter(prov, csClusterID, &out)
+	p, err := a.Plan(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Print(&out, false)
+	if w := e.writes(); len(w) > 0 {
+		t.Fatalf("the dry run wrote to the cloud: %v", w)
+	}
+	var machines machinev1beta1.MachineList
+	if err := e.Client.List(e.ctx, &machines); err != nil || len(machines.Items) != 0 {
+		t.Fatalf("the dry run made Machines: %d, %v", len(machines.Items), err)
+	}
+	plan := out.String()
+	for _, want := range []string{
+		"control plane", "c-green-1234-worker-rma1", "c-green-1234-infra-rma1",
+		"worker-ffff." + csDomain, "left alone: flavor (flex-8-4; the group's plus-16-4)",
+		"bootstrap." + csDomain, "no Node runs on it",
+		"takes over worker-group (4 servers)", "ControlPlaneMachineSet (Inactive)", "MachineSet (3 replicas)", "MachineSet (2 replicas)",
+	} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, plan)
+		}
+	}
+
+	// Apply: 0 creates, 0 deletes, 0 reboots.
+	e.Harness().ResetRequests()
+	_, _, r := e.run(e.adopter(prov, csClusterID, &out))
+	if r.MachinesCreated != 8 || r.MachineSetsCreated != 2 || r.CPMSCreated != 1 || r.GroupsTakenOver != 3 || r.IdentitiesSet != 3 {
+		t.Errorf("report %+v: want 8 Machines (3 masters, 3 workers, 2 infra), 2 MachineSets, 1 CPMS, 3 groups taken over, 3 servers tagged (the masters; the module tagged the others)", r)
+	}
+	writes := e.writes()
+	t.Logf("cloud writes while adopting (the provider's root volume tags included): %v", writes)
+	for _, route := range []string{"POST /v1/servers", "DELETE /v1/servers/{uuid}", "POST /v1/servers/{uuid}/reboot", "POST /v1/servers/{uuid}/stop", "POST /v1/servers/{uuid}/start"} {
+		if n := writes[route]; n != 0 {
+			t.Errorf("%s: %d, want 0", route, n)
+		}
+	}
+	for route := range writes {
+		if !strings.HasPrefix(route, "PATCH ") {
+			t.Errorf("a write that is no tag change: %s", route)
+		}
+	}
+	for name, s := range w.servers {
+		switch name {
+		case "bootstrap", "worker-ffff":
+			continue
+		}
+		e.assertAdopted(name, "cloudscale://"+s.UUID, name)
+	}
+	for _, name := range []string{"master-1a2b", "worker-0a1b", "infra-7a8b"} {
+		got, err := w.c.Servers.Get(e.ctx, w.servers[name].UUID)
+		if err != nil || got.Tags[v1beta1.TagMachineName] != name || got.Tags[v1beta1.TagClusterID] != csClusterID {
+			t.Errorf("server %s tags %v (%v)", name, got.Tags, err)
+		}
+		if got.Flavor.Slug != w.servers[name].Flavor.Slug || got.Status != "running" {
+			t.Errorf("server %s changed: %s %s", name, got.Flavor.Slug, got.Status)
+		}
+	}
+	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: "worker-ffff"}, &machinev1beta1.Machine{}); err == nil {
+		t.Errorf("the misfit worker-ffff got a Machine")
+	}
+	g, err := w.c.ServerGroups.Get(e.ctx, w.groups["worker"])
+	if err != nil || g.Tags[v1beta1.TagAntiAffinityKey] != "worker" || g.Tags[v1beta1.TagClusterID] != csClusterID || len(g.Servers) != 4 {
+		t.Errorf("worker-group: %+v, %v: want it the provider's group of key worker, its 4 servers kept", g, err)
+	}
+	e.machineSetOwns("c-green-1234-worker-rma1", "worker-0a1b", "worker-2c3d", "worker-4e5f")
+	e.machineSetOwns("c-green-1234-infra-rma1", "infra-7a8b", "infra-9c0d")
+	e.cpms("master-1a2b", "master-3c4d", "master-5e6f")
+	var secret corev1.Secret
+	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: "c-green-1234-worker-rma1-user-data"}, &secret); err != nil ||
+		!strings.Contains(string(secret.Data["baseIgnition"]), "https://api-int."+csDomain+":22623/config/worker") {
+		t.Errorf("user data secret: %v, %s", err, secret.Data["baseIgnition"])
+	}
+
+	// Again: nothing changes, in the cluster or in the cloud.
+	e.Harness().ResetRequests()
+	p2, text2, r2 := e.run(e.adopter(prov, csClusterID, &out))
+	if r2.Changed() {
+		t.Errorf("the second run changed something: %+v", r2)
+	}
+	if w := e.writes(); len(w) > 0 {
+		t.Errorf("the second run wrote to the cloud: %v", w)
+	}
+	for _, g := range p2.Groups {
+		for _, m := range g.Members {
+			if m.Action != adopt.ActAdopted && m.Found.Name != "worker-ffff."+csDomain {
+				t.Errorf("second run: %s is %q", m.Found.Name, m.Action)
+			}
+		}
+	}
+	if !strings.Contains(text2, "adopted already") {
+		t.Errorf("second plan:\n%s", text2)
+	}
+
+	// The adopted MachineSet scales like any other.
+	e.Harness().ResetRequests()
+	e.scale("c-green-1234-worker-rma1", 4)
+	e.eventually(2*time.Minute, "4 Running worker Machines", func() (bool, string) {
+		r, n := e.runningMachines("c-green-1234-worker-rma1")
+		return r == 4 && n == 4, fmt.Sprintf("%d of %d running", r, n)
+	})
+	e.assertApproved()
+	e.scale("c-green-1234-worker-rma1", 3)
+	e.eventually(2*time.Minute, "3 worker Machines", func() (bool, string) {
+		r, n := e.runningMachines("c-green-1234-worker-rma1")
+		return r == 3 && n == 3, fmt.Sprintf("%d of %d running", r, n)
+	})
+	if c, d := e.Harness().Count("POST /v1/servers"), e.Harness().Count("DELETE /v1/servers/{uuid}"); c != 1 || d != 1 {
+		t.Errorf("scaling 3 -> 4 -> 3: %d creates, %d deletes, want 1 and 1", c, d)
+	}
+	if !slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && g.CPMS != nil }) {
+		t.Errorf("no ControlPlaneMachineSet planned")
+	}
+}

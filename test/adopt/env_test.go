@@ -1,0 +1,375 @@
+// Package adopt_test brings a cluster that Terraform made under the
+// provider, on each cloud's emulator and the local control plane: a world
+// built with the official SDKs the way appuio's Terraform modules build one
+// (masters, workers, infra nodes, groups, networks, user data), Nodes for
+// its servers, and `adopt` (pkg/adopt) planning, applying and applying
+// again, its cloud writes counted in the emulator's request log. Then the
+// adopted MachineSets scale like any other. `make e2e` runs it (E2E=1): it
+// takes minutes.
+package adopt_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/appuio/machine-api-provider/pkg/adopt"
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/demo"
+	"github.com/appuio/machine-api-provider/pkg/localcluster"
+	"github.com/appuio/machine-api-provider/pkg/testenv"
+	"github.com/appuio/machine-api-provider/pkg/userdata"
+	"github.com/appuio/machine-api-provider/test/fixture"
+)
+
+// testLog is the running test's log file (controller-runtime's logger is
+// process-wide and set once).
+var testLog struct {
+	sync.Mutex
+	w io.Writer
+}
+
+func logToTest(prefix, args string) {
+	testLog.Lock()
+	defer testLog.Unlock()
+	if testLog.w != nil {
+		fmt.Fprintln(testLog.w, prefix, args)
+	}
+}
+
+func TestMain(m *testing.M) {
+	// The provider renders the user data templates adopt writes in a
+	// sandbox, which is this binary started again.
+	userdata.Main()
+	ctrllog.SetLogger(funcr.New(logToTest, funcr.Options{Verbosity: 2, LogTimestamp: true}))
+	os.Exit(m.Run())
+}
+
+// env is the local control plane with the provider, the machine-api
+// controllers and simulated booting, on one cloud's emulator.
+type env struct {
+	*demo.Env
+	t   *testing.T
+	ctx context.Context
+	log logr.Logger
+	// kube is a client of the cluster with every kind adopt knows.
+	kube client.Client
+}
+
+func start(t *testing.T, cloudName string) *env {
+	t.Helper()
+	if os.Getenv("E2E") == "" {
+		t.Skip("end-to-end test: run `make e2e` (E2E=1)")
+	}
+	bin, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "adopt-"+strings.ReplaceAll(t.Name(), "/", "-")+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "test.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testLog.Lock()
+	testLog.w = logFile
+	testLog.Unlock()
+	log := funcr.New(logToTest, funcr.Options{Verbosity: 2, LogTimestamp: true})
+	e, err := demo.Start(demo.Options{Cloud: cloudName, BinDir: bin, Dir: dir, BootTime: 2 * time.Second, RegisterDelay: time.Second, Log: log})
+	t.Cleanup(func() {
+		if e != nil {
+			_ = e.Stop()
+		}
+		testLog.Lock()
+		testLog.w = nil
+		testLog.Unlock()
+		logFile.Close()
+		if t.Failed() {
+			t.Logf("logs are in %s", dir)
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// OpenShift has the ControlPlaneMachineSet CRD; the demo's cluster
+	// does not (its cluster-autoscaler would take machine.openshift.io/v1
+	// for the group's preferred version).
+	apiDir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(e.Cluster.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(strings.TrimSpace(string(apiDir)),
+		"machine", "v1", "zz_generated.crd-manifests", "0000_10_control-plane-machine-set_01_controlplanemachinesets-Default.crd.yaml")}, ErrorIfPathMissing: true}); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := adopt.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := client.New(e.Cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{Env: e, t: t, ctx: context.Background(), log: log, kube: kube}
+}
+
+// node registers a Node as a node Terraform made has it: named as the
+// server's hostname, Ready (kwok plays its kubelet), with the node role
+// labels and the server's addresses; with the provider ID where a cloud
+// controller manager set it.
+func (e *env) node(name, providerID string, roles []string, ips ...string) {
+	e.t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:        name,
+		Labels:      map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
+		Annotations: map[string]string{localcluster.KwokNodeAnnotation: "fake"},
+	}}
+	for _, r := range roles {
+		n.Labels["node-role.kubernetes.io/"+r] = ""
+	}
+	n.Spec.ProviderID = providerID
+	addrs := []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}}
+	for _, ip := range ips {
+		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+	}
+	n.Status.Addresses = addrs
+	if err := e.Client.Create(e.ctx, n); err != nil {
+		e.t.Fatal(err)
+	}
+	// The API server may drop the status of a create; a merge patch of the
+	// status subresource does not conflict with kwok's heartbeats.
+	base := n.DeepCopy()
+	n.Status.Addresses = addrs
+	if err := e.Client.Status().Patch(e.ctx, n, client.MergeFrom(base)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// adopter is adopt on the cluster, acting with the emulator's credentials.
+func (e *env) adopter(c cloud.Cloud, clusterID string, out io.Writer) *adopt.Adopter {
+	e.t.Helper()
+	a, err := adopt.New(e.ctx, e.kube, c, adopt.Options{ClusterID: clusterID, Wait: 3 * time.Minute, Poll: 500 * time.Millisecond, Out: out, Log: e.log})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+// run plans and applies, printing both into the test's log, and returns
+// the plan, its text, and the report.
+func (e *env) run(a *adopt.Adopter) (*adopt.Plan, string, *adopt.Report) {
+	e.t.Helper()
+	p, err := a.Plan(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var text bytes.Buffer
+	p.Print(&text, true)
+	e.t.Logf("the plan:\n%s", text.String())
+	r, err := a.Apply(e.ctx, p)
+	var rep bytes.Buffer
+	if r != nil {
+		r.Print(&rep)
+	}
+	e.t.Logf("apply:%s", rep.String())
+	if err != nil {
+		e.t.Fatalf("apply: %v", err)
+	}
+	return p, text.String(), r
+}
+
+// writes are the requests of a route set that change something.
+func (e *env) writes() map[string]int64 {
+	out := map[string]int64{}
+	for route, n := range e.Harness().Requests() {
+		if !strings.HasPrefix(route, "GET ") {
+			out[route] = n
+		}
+	}
+	return out
+}
+
+// machine reads a Machine.
+func (e *env) machine(name string) *machinev1beta1.Machine {
+	e.t.Helper()
+	var m machinev1beta1.Machine
+	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: name}, &m); err != nil {
+		e.t.Fatalf("Machine %s: %v", name, err)
+	}
+	return &m
+}
+
+// assertAdopted checks an adopted Machine: it records the server, runs on
+// its Node, its spec in sync.
+func (e *env) assertAdopted(name, providerID, node string) *machinev1beta1.Machine {
+	e.t.Helper()
+	m := e.machine(name)
+	if m.Spec.ProviderID == nil || *m.Spec.ProviderID != providerID {
+		e.t.Errorf("Machine %s: providerID %v, want %s", name, m.Spec.ProviderID, providerID)
+	}
+	if m.Status.NodeRef == nil || m.Status.NodeRef.Name != node {
+		e.t.Errorf("Machine %s: nodeRef %v, want %s", name, m.Status.NodeRef, node)
+	}
+	if m.Status.Phase == nil || *m.Status.Phase != machinev1beta1.PhaseRunning {
+		e.t.Errorf("Machine %s: phase %v, want Running", name, m.Status.Phase)
+	}
+	if c := specInSync(m); c == nil || c.Status != metav1.ConditionTrue {
+		e.t.Errorf("Machine %s: SpecInSync %+v, want True", name, c)
+	}
+	return m
+}
+
+func specInSync(m *machinev1beta1.Machine) *metav1.Condition {
+	if m.Status.ProviderStatus == nil {
+		return nil
+	}
+	var st struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}
+	if err := jsonUnmarshal(m.Status.ProviderStatus.Raw, &st); err != nil {
+		return nil
+	}
+	return meta.FindStatusCondition(st.Conditions, "SpecInSync")
+}
+
+// machineSetOwns checks that a MachineSet owns exactly these Machines and
+// counts them.
+func (e *env) machineSetOwns(name string, machines ...string) *machinev1beta1.MachineSet {
+	e.t.Helper()
+	var ms machinev1beta1.MachineSet
+	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: name}, &ms); err != nil {
+		e.t.Fatalf("MachineSet %s: %v", name, err)
+	}
+	if int(*ms.Spec.Replicas) != len(machines) || int(ms.Status.Replicas) != len(machines) {
+		e.t.Errorf("MachineSet %s: %d replicas (status %d), want %d", name, *ms.Spec.Replicas, ms.Status.Replicas, len(machines))
+	}
+	for _, n := range machines {
+		m := e.machine(n)
+		if ref := metav1.GetControllerOf(m); ref == nil || ref.UID != ms.UID {
+			e.t.Errorf("Machine %s is not MachineSet %s's", n, name)
+		}
+	}
+	return &ms
+}
+
+// cpms reads the ControlPlaneMachineSet and checks that its template is
+// each master's spec byte for byte.
+func (e *env) cpms(masters ...string) *machinev1.ControlPlaneMachineSet {
+	e.t.Helper()
+	var c machinev1.ControlPlaneMachineSet
+	if err := e.kube.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: "cluster"}, &c); err != nil {
+		e.t.Fatalf("ControlPlaneMachineSet: %v", err)
+	}
+	if c.Spec.State != machinev1.ControlPlaneMachineSetStateInactive {
+		e.t.Errorf("ControlPlaneMachineSet state %q, want Inactive", c.Spec.State)
+	}
+	tpl := c.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value.Raw
+	for _, name := range masters {
+		m := e.machine(name)
+		if !bytes.Equal(m.Spec.ProviderSpec.Value.Raw, tpl) {
+			e.t.Errorf("master %s's spec differs from the ControlPlaneMachineSet's template:\n%s\n%s", name, m.Spec.ProviderSpec.Value.Raw, tpl)
+		}
+		if len(m.Spec.LifecycleHooks.PreDrain) != 1 || m.Spec.LifecycleHooks.PreDrain[0].Name != adopt.MasterHook {
+			e.t.Errorf("master %s: pre-drain hooks %+v, want %s", name, m.Spec.LifecycleHooks.PreDrain, adopt.MasterHook)
+		}
+	}
+	return &c
+}
+
+// scale sets a MachineSet's replicas.
+func (e *env) scale(name string, n int32) {
+	e.t.Helper()
+	var ms machinev1beta1.MachineSet
+	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: name}, &ms); err != nil {
+		e.t.Fatal(err)
+	}
+	patch := client.MergeFrom(ms.DeepCopy())
+	ms.Spec.Replicas = &n
+	if err := e.Client.Patch(e.ctx, &ms, patch); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// eventually polls cond every 500 ms until it holds or timeout passes.
+func (e *env) eventually(timeout time.Duration, what string, cond func() (bool, string)) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		last = why
+		time.Sleep(500 * time.Millisecond)
+	}
+	e.t.Fatalf("timed out after %s waiting for %s (last: %s)", timeout, what, last)
+}
+
+// runningMachines counts a MachineSet's Machines that run on their Node.
+func (e *env) runningMachines(ms string) (int, int) {
+	var list machinev1beta1.MachineList
+	if err := e.Client.List(e.ctx, &list, client.InNamespace(demo.Namespace), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": ms}); err != nil {
+		e.t.Fatal(err)
+	}
+	running := 0
+	for _, m := range list.Items {
+		if m.DeletionTimestamp == nil && m.Status.Phase != nil && *m.Status.Phase == machinev1beta1.PhaseRunning && m.Status.NodeRef != nil {
+			running++
+		}
+	}
+	return running, len(list.Items)
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// assertApproved holds every Machine that runs on a Node to
+// cluster-machine-approver's rules (test/fixture): adopted ones for the
+// serving certificates their Nodes renew, new ones for both.
+func (e *env) assertApproved() {
+	e.t.Helper()
+	var machines machinev1beta1.MachineList
+	if err := e.Client.List(e.ctx, &machines, client.InNamespace(demo.Namespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	var nodes corev1.NodeList
+	if err := e.Client.List(e.ctx, &nodes); err != nil {
+		e.t.Fatal(err)
+	}
+	linked := 0
+	for _, m := range machines.Items {
+		if m.Status.NodeRef != nil {
+			linked++
+		}
+	}
+	if linked == 0 {
+		e.t.Fatal("no Machine runs on a Node")
+	}
+	for _, err := range fixture.ApproverWouldApprove(machines.Items, nodes.Items) {
+		e.t.Errorf("cluster-machine-approver: %v", err)
+	}
+}
