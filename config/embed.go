@@ -7,7 +7,10 @@ package config
 
 import "embed"
 
-// FS is this directory: every kustomization and manifest.
+// FS is this directory: every kustomization and manifest but image/ (the
+// release's pin of the image, which the binary must not embed: the image
+// built at a release's tag is the one the pin names) and olm/ (the bundle's
+// description). Renderers supply image/ themselves (installmanifests).
 //
-//go:embed crd default deployer overlays prometheus rbac webhook
+//go:embed crd default deployer networkpolicy overlays prometheus provider-image-env rbac webhook
 var FS embed.FS

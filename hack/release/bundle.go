@@ -60,13 +60,20 @@ type Bundle struct {
 	CSVName     string
 	Manifests   map[string][]byte
 	Annotations map[string]string
+	// Left are the overlay's objects the bundle cannot hold, and why
+	// (notInBundle); the install docs say how to add them.
+	Left []string
 }
 
 // BundleKinds are the kinds a registry+v1 bundle may hold besides the CSV
-// and CRDs (OLM's supported kinds).
+// and CRDs (OLM's supported kinds). NetworkPolicy came with
+// operator-registry v1.55 (OpenShift 4.20, whose machine-api-operator
+// denies ingress by default, and backported to the 4.12-4.19 z-streams of
+// autumn 2025): the overlays' policies let the API server reach the
+// webhooks and Prometheus the deployer there.
 var BundleKinds = []string{
 	"ClusterRole", "ClusterRoleBinding", "ConfigMap", "ConsoleCLIDownload", "ConsoleLink",
-	"ConsolePlugin", "ConsoleQuickStart", "ConsoleYAMLSample", "PodDisruptionBudget", "PriorityClass",
+	"ConsolePlugin", "ConsoleQuickStart", "ConsoleYAMLSample", "NetworkPolicy", "PodDisruptionBudget", "PriorityClass",
 	"PrometheusRule", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount", "ServiceMonitor",
 	"VerticalPodAutoscaler",
 }
@@ -175,6 +182,7 @@ func BuildBundle(o BundleOptions) (*Bundle, error) {
 
 	b := &Bundle{
 		CSVName:   csv.Name,
+		Left:      in.left,
 		Manifests: map[string][]byte{},
 		Annotations: map[string]string{
 			"operators.operatorframework.io.bundle.mediatype.v1":       "registry+v1",
@@ -226,6 +234,17 @@ type objects struct {
 	roles, clusterRoles                        map[string]*unstructured.Unstructured
 	roleBindings, clusterRoleBindings          []*unstructured.Unstructured
 	mutatingWebhooks, validatingWebhookConfigs []*unstructured.Unstructured
+	// left are the objects of the rendering the bundle leaves out, and why
+	// (notInBundle).
+	left []string
+}
+
+// notInBundle are the objects of the overlays that a bundle cannot hold,
+// and why; docs/install.md says how to add them to an OLM install. Any other
+// object outside the bundle's namespace is an error.
+var notInBundle = map[string]string{
+	"ConfigMap openshift-config-managed/machine-api-provider-dashboard": "OLM installs only into the operator's namespace; " +
+		"the console dashboard lives in openshift-config-managed (oc apply -f config/prometheus/dashboard.yaml of the release's tag)",
 }
 
 func sortObjects(objs []*unstructured.Unstructured, namespace string) (*objects, error) {
@@ -237,6 +256,10 @@ func sortObjects(objs []*unstructured.Unstructured, namespace string) (*objects,
 		clusterRoles:    map[string]*unstructured.Unstructured{},
 	}
 	for _, u := range objs {
+		if why, ok := notInBundle[describe(u)]; ok {
+			in.left = append(in.left, describe(u)+": "+why)
+			continue
+		}
 		switch u.GetKind() {
 		case "Namespace", "CustomResourceDefinition":
 			return nil, fmt.Errorf("%s: the OpenShift overlays hold no %s (OpenShift has them), and neither does the bundle", describe(u), u.GetKind())

@@ -120,6 +120,9 @@ func bundleCommand(args []string) error {
 		return err
 	}
 	fmt.Printf("%s: bundle %s (%d manifests)\n", *out, b.CSVName, len(b.Manifests))
+	for _, l := range b.Left {
+		fmt.Printf("  left out of the bundle: %s\n", l)
+	}
 	return nil
 }
 

@@ -64,7 +64,7 @@ func Render(o Options) ([]File, error) {
 	if o.ClusterID == "" {
 		return nil, fmt.Errorf("the cluster's infrastructure name is required")
 	}
-	objs, err := Overlay(name)
+	objs, err := Overlay(name, o.Image)
 	if err != nil {
 		return nil, err
 	}
@@ -77,12 +77,6 @@ func Render(o Options) ([]File, error) {
 		case "ValidatingWebhookConfiguration":
 			if err := failOpen(obj); err != nil {
 				return nil, err
-			}
-		case "Deployment":
-			if obj.GetName() == "machine-api-provider-deployer" {
-				if err := setImage(obj, o.Image); err != nil {
-					return nil, err
-				}
 			}
 		}
 		out = append(out, obj)
@@ -159,35 +153,6 @@ func failOpen(obj *unstructured.Unstructured) error {
 		}
 	}
 	return unstructured.SetNestedSlice(obj.Object, hooks, "webhooks")
-}
-
-// setImage points the deployer at the provider's image, and hands the
-// same image to the machine-controller (PROVIDER_IMAGE), as the overlay's
-// `images:` and replacement do.
-func setImage(obj *unstructured.Unstructured, image string) error {
-	containers, _, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
-	if err != nil {
-		return err
-	}
-	found := false
-	for _, c := range containers {
-		m, ok := c.(map[string]any)
-		if !ok || m["name"] != "deployer" {
-			continue
-		}
-		found = true
-		m["image"] = image
-		env, _ := m["env"].([]any)
-		for _, e := range env {
-			if em, ok := e.(map[string]any); ok && em["name"] == "PROVIDER_IMAGE" {
-				em["value"] = image
-			}
-		}
-	}
-	if !found {
-		return fmt.Errorf("the deployer's Deployment has no container deployer")
-	}
-	return unstructured.SetNestedSlice(obj.Object, containers, "spec", "template", "spec", "containers")
 }
 
 // machineSet is a MachineSet of role on the installer's worker user data.

@@ -33,13 +33,45 @@ import (
 	"github.com/appuio/machine-api-provider/config"
 )
 
-// Overlay renders config/overlays/<cloud> from the embedded config/, as
-// `kustomize build config/overlays/<cloud>` does.
-func Overlay(cloud string) ([]*unstructured.Unstructured, error) {
-	return render(config.FS, path.Join("overlays", cloud))
+// Overlay renders config/overlays/<cloud> from the embedded config/ with
+// the provider's image, as `kustomize build config/overlays/<cloud>` does
+// with config/image naming that image. The binary embeds no config/image
+// (config/embed.go says why); this writes the component in its place.
+func Overlay(cloud, image string) ([]*unstructured.Unstructured, error) {
+	component, err := imageComponent(image)
+	if err != nil {
+		return nil, err
+	}
+	return render(config.FS, path.Join("overlays", cloud), map[string][]byte{"image/kustomization.yaml": component})
 }
 
-func render(src fs.FS, dir string) ([]*unstructured.Unstructured, error) {
+// ImageName is the name the manifests in config/ give the provider's image.
+const ImageName = "machine-api-provider"
+
+// imageComponent is config/image for image: a reference by tag
+// (registry/name:tag) or by digest (registry/name@sha256:...).
+func imageComponent(image string) ([]byte, error) {
+	name, tag, digest := image, "", ""
+	if i := strings.Index(image, "@"); i >= 0 {
+		name, digest = image[:i], image[i+1:]
+	} else if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		name, tag = image[:i], image[i+1:]
+	}
+	if name == "" || strings.ContainsAny(image, " \t\n\"'") || digest != "" && !strings.HasPrefix(digest, "sha256:") {
+		return nil, fmt.Errorf("%q is not an image reference (registry/name:tag or registry/name@sha256:...)", image)
+	}
+	entry := "- name: " + ImageName + "\n  newName: " + name + "\n"
+	switch {
+	case digest != "":
+		entry += "  digest: " + digest + "\n"
+	case tag != "":
+		entry += "  newTag: " + tag + "\n"
+	}
+	return []byte("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nimages:\n" + entry), nil
+}
+
+// render builds dir of src, with extra files written over src's.
+func render(src fs.FS, dir string, extra map[string][]byte) ([]*unstructured.Unstructured, error) {
 	mem := filesys.MakeFsInMemory()
 	err := fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -53,6 +85,11 @@ func render(src fs.FS, dir string) ([]*unstructured.Unstructured, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	for p, b := range extra {
+		if err := mem.WriteFile(path.Join("/config", p), b); err != nil {
+			return nil, err
+		}
 	}
 	if !mem.Exists(path.Join("/config", dir, "kustomization.yaml")) {
 		return nil, fmt.Errorf("config/%s: no such kustomization", dir)

@@ -108,7 +108,7 @@ func testInstall(t *testing.T, cloudName string, c cloud.Cloud, spec map[string]
 
 	// The webhooks as config/ has them for a running cluster fail closed:
 	// before their backend runs, they would refuse every MachineSet.
-	overlay, err := installmanifests.Overlay(cloudName)
+	overlay, err := installmanifests.Overlay(cloudName, "machine-api-provider:latest")
 	if err != nil {
 		t.Fatal(err)
 	}

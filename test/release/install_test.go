@@ -45,7 +45,7 @@ const Namespace = "openshift-machine-api"
 // install-<cloud>.yaml alone, in a fresh directory (no repository, no
 // kustomize, no Go), on a control plane shaped like OpenShift (the Machine
 // API's CRDs and namespace, the ClusterVersion, the Proxy, the
-// ServiceMonitor API, the machine-api-operator's images ConfigMap), as `oc
+// ServiceMonitor and PrometheusRule APIs, the machine-api-operator's images ConfigMap), as `oc
 // apply -f` does: every document applied, namespaces and CRDs first. Then
 // the deployer comes up as its pod would: the binary of the release's
 // image, with the command, arguments and environment of the Deployment the
@@ -88,8 +88,8 @@ func installFromReleaseManifests(t *testing.T, r *release, cloud, binary string)
 	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	smCRD := filepath.Join(t.TempDir(), "servicemonitors.yaml")
-	if err := os.WriteFile(smCRD, []byte(serviceMonitorCRD), 0o644); err != nil {
+	smCRD := filepath.Join(t.TempDir(), "monitoring.yaml")
+	if err := os.WriteFile(smCRD, []byte(monitoringCRDs), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _ := testenv.Start(t, testenv.WithCRDs(append(testenv.MachineAPICRDs(t), testenv.ProxyCRD(t), testenv.ClusterVersionCRD(t), smCRD)...),
@@ -212,6 +212,8 @@ func openShift(t *testing.T, c client.Client) {
 	ctx := t.Context()
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}},
+		// where the console reads dashboards
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-config-managed"}},
 		&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: deployer.ImagesConfigMap, Namespace: Namespace},
 			Data: map[string]string{deployer.ImagesKey: `{"machineAPIOperator": "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:` + strings.Repeat("1", 64) + `",
@@ -453,10 +455,10 @@ func audited(t *testing.T, path, user string) (int, []string) {
 	return n, refused
 }
 
-// serviceMonitorCRD stands in for the Prometheus operator's CRD, which
-// OpenShift has: the API server must serve the kind to take the release's
-// ServiceMonitor.
-const serviceMonitorCRD = `apiVersion: apiextensions.k8s.io/v1
+// monitoringCRDs stand in for the Prometheus operator's CRDs, which
+// OpenShift has: the API server must serve the kinds to take the release's
+// ServiceMonitor and PrometheusRule.
+const monitoringCRDs = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: servicemonitors.monitoring.coreos.com
@@ -467,6 +469,27 @@ spec:
     listKind: ServiceMonitorList
     plural: servicemonitors
     singular: servicemonitor
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: prometheusrules.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names:
+    kind: PrometheusRule
+    listKind: PrometheusRuleList
+    plural: prometheusrules
+    singular: prometheusrule
   scope: Namespaced
   versions:
   - name: v1
