@@ -80,6 +80,7 @@ Faults are injected per route with --fault, or at run time over
 	f.StringVar(&listen, "listen", "127.0.0.1:8282", "address to listen on (port 0 picks a free one)")
 	f.DurationVar(&cfg.BootTime, "boot-time", 3*time.Second, "how long a created or started server stays \"changing\" before it is \"running\"")
 	f.DurationVar(&cfg.ActionTime, "action-time", 0, "how long stop and reboot take (default: the boot time)")
+	f.DurationVar(&cfg.DeleteTime, "delete-time", 0, "how long a deleted server is still shown, \"changing\", after its DELETE was answered (0: gone at once)")
 	f.StringVar(&cfg.StateFile, "state-file", "", "keep the emulated world in this file, so it survives a restart")
 	f.StringArrayVar(&tokens, "token", nil, "accept this API token with write access (repeatable)")
 	f.StringArrayVar(&roToks, "read-only-token", nil, "accept this API token for reads only (repeatable)")

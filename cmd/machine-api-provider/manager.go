@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/appuio/machine-api-provider/pkg/actuator"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
@@ -129,8 +130,9 @@ output to the log.`,
 	f.Float64Var(&o.CloudRateLimit.QPS, "cloud-api-qps", 0, "client-side limit of cloud API calls per second, per account (0: the cloud's default, 50 for both clouds)")
 	f.IntVar(&o.CloudRateLimit.Burst, "cloud-api-burst", 0, "burst of cloud API calls per account, with --cloud-api-qps (default: twice the rate)")
 	f.DurationVar(&o.ServerViewRefresh, "server-view-refresh", 10*time.Second, "how old the shared list of a cluster's servers may be before it is listed again (one list serves every Machine of an account and cluster)")
-	f.DurationVar(&o.Actuator.CreateGrace, "create-grace", 5*time.Minute, "how long a create whose answer was never seen may still make a server: no second create is sent for the Machine within it (keep it above the longest create the cloud can take)")
+	f.DurationVar(&o.Actuator.CreateGrace, "create-grace", actuator.DefaultCreateGrace, "how long a create whose answer was never seen may still make a server: no second create is sent for the Machine within it (docs/operations.md says why the default suffices on both clouds)")
 	f.DurationVar(&o.Janitor.Interval, "janitor-interval", time.Minute, "how often empty anti-affinity groups are cleaned up and orphan servers looked for")
+	f.DurationVar(&o.Janitor.Linger, "janitor-linger", janitor.DefaultLinger, "how long an account's clusters are still swept (empty groups, orphans) after its last Machine and MachineSet are gone, with the credentials they used (negative: not at all)")
 	f.DurationVar(&o.Janitor.DeleteOrphansAfter, "delete-orphans-after", 0, "delete servers carrying the cluster's identity but belonging to no Machine this long after they are first seen (0: only report them; at least 10m)")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every Machine is reconciled without a change")
 	f.BoolVar(&o.CapacityPublisher, "capacity-publisher", true, "annotate MachineSets with the capacity of their flavor, for scaling from zero")

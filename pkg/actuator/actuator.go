@@ -29,7 +29,7 @@ type Options struct {
 	// (a timeout, a lost response, a crash of this or a predecessor
 	// process) the server may still appear: no second create is sent for
 	// the Machine within it unless the first is known to have failed.
-	// Default 5 minutes. Keep it above the longest a create can take.
+	// Default DefaultCreateGrace.
 	CreateGrace time.Duration
 	// SecretReader reads the secrets Machines name. Default: the client.
 	// The manager passes its uncached API reader: only the named secrets
@@ -52,6 +52,20 @@ type Options struct {
 	// behind creates waiting for the cloud. Default 10.
 	MaxConcurrentCreates int
 }
+
+// DefaultCreateGrace is how long a create whose answer was never seen may
+// still make its server, by default. Both clouds make a server a resource
+// the moment they accept its create: cloudscale.ch answers the create with
+// the server itself (201, "changing"), Exoscale with an operation whose
+// reference is the new instance, listed from then on ("starting"). So a
+// create whose answer was lost shows in the next list; what can come later
+// is a create the cloud is still working on after the client gave up
+// (--cloud-api-timeout, 30 s), which neither cloud bounds in its
+// documentation: 2 minutes leave it three times as long again, and the
+// shared view a refresh to see the server. docs/operations.md has the
+// reasoning. Only a Machine whose create may actually have been sent waits
+// it out (the intent is written right before the create).
+const DefaultCreateGrace = 2 * time.Minute
 
 // Actuator creates, finds, updates and deletes the servers of Machines.
 type Actuator struct {
@@ -76,6 +90,9 @@ type Actuator struct {
 	// cloud refused or never got the request), so that the next attempt
 	// need not wait out the grace period.
 	settled sync.Map // types.UID -> intent time (string)
+	// unreadable remembers the create intents that are not a time, and
+	// when they were first seen (intentSince).
+	unreadable sync.Map // types.UID -> unreadableIntent
 	// serversGone remembers when a deleted Machine's servers were found
 	// gone, so that a delete retried after a later step failed (the group
 	// cleanup) need not look for them again.
@@ -106,7 +123,7 @@ var _ machinecontroller.Actuator = (*Actuator)(nil)
 // New returns an actuator for machines on the accounts' cloud.
 func New(c client.Client, accounts *cloud.Accounts, recorder record.EventRecorder, log logr.Logger, o Options) *Actuator {
 	if o.CreateGrace <= 0 {
-		o.CreateGrace = 5 * time.Minute
+		o.CreateGrace = DefaultCreateGrace
 	}
 	if o.GroupMinAge <= 0 {
 		o.GroupMinAge = time.Minute
@@ -166,22 +183,29 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	if err := s.client.CheckSpec(ctx, s.spec); err != nil {
 		return a.refuse(m, a.fail(m, "FailedCreate", err))
 	}
-	intent, err := a.recordIntent(ctx, m)
-	if err != nil {
-		return err
+	// The slot and the intent come right before the create is sent, after
+	// the create's own waits (an anti-affinity key's lock, the account's
+	// rate limit): a Machine waiting for either holds no slot, and carries
+	// no intent that would hold it a grace period after a restart.
+	var intent string
+	before := func(ctx context.Context) (func(), error) {
+		release, err := a.awaitCreateSlot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if intent, err = a.recordIntent(ctx, m); err != nil {
+			// The write may have landed all the same (its answer lost):
+			// nothing was sent under it.
+			a.settled.Store(m.UID, intent)
+			release()
+			return nil, err
+		}
+		return release, nil
 	}
-	release, err := a.awaitCreateSlot(ctx, m, intent)
+	server, created, err := s.client.CreateServer(cloud.WithBeforeCreate(ctx, before), s.ref, s.spec, userData)
 	if err != nil {
-		return err
-	}
-	if intent, err = a.renewIntent(ctx, m, intent); err != nil {
-		release()
-		return err
-	}
-	server, created, err := s.client.CreateServer(ctx, s.ref, s.spec, userData)
-	release()
-	if err != nil {
-		if cloud.NotPerformed(err) {
+		if intent != "" && cloud.NotPerformed(err) {
+			// The cloud refused the create or never got it.
 			a.settled.Store(m.UID, intent)
 		}
 		return a.refuse(m, a.fail(m, "FailedCreate", err))
@@ -212,35 +236,17 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 }
 
 // awaitCreateSlot waits for one of the MaxConcurrentCreates slots, or for
-// ctx to end, and returns what gives the slot back. The intent is recorded
-// before the wait, so that the slot is not held while the Machine is
-// written; a create that never got a slot made nothing.
-func (a *Actuator) awaitCreateSlot(ctx context.Context, m *machinev1.Machine, intent string) (release func(), err error) {
+// ctx to end, and returns what gives the slot back. It is taken right
+// before the create is sent (cloud.WithBeforeCreate), so that the steps of
+// a Machine that only write to the Kubernetes API, and the creates waiting
+// for a lock or the rate limit, never hold one.
+func (a *Actuator) awaitCreateSlot(ctx context.Context) (release func(), err error) {
 	select {
 	case a.createSlots <- struct{}{}:
 		return func() { <-a.createSlots }, nil
 	case <-ctx.Done():
-		a.settled.Store(m.UID, intent)
 		return nil, fmt.Errorf("waiting for a free create slot: %w", ctx.Err())
 	}
-}
-
-// renewIntent records the intent again when the wait for a slot took long:
-// the intent's time is what a successor counts the grace period from, and
-// the create may land as late as the grace period after it is sent, not
-// after the intent was first written.
-func (a *Actuator) renewIntent(ctx context.Context, m *machinev1.Machine, intent string) (string, error) {
-	at, err := time.Parse(time.RFC3339Nano, intent)
-	if err != nil || a.now().Sub(at) <= a.o.CreateGrace/10 {
-		return intent, nil
-	}
-	renewed, err := a.recordIntent(ctx, m)
-	if err != nil {
-		// Nothing was sent under the first intent.
-		a.settled.Store(m.UID, intent)
-		return "", err
-	}
-	return renewed, nil
 }
 
 // refuse remembers a spec the cloud refused, so it is not sent again.
@@ -296,6 +302,7 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 	}
 	server, err := s.server(ctx)
 	if err != nil {
+		a.zoneUnavailable(ctx, m, err)
 		return false, a.fail(m, "FailedExists", err)
 	}
 	if m.DeletionTimestamp == nil {
@@ -323,6 +330,7 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 	if v, ok := a.seen.LoadAndDelete(m.UID); ok && v.(seenServer).server != nil && a.now().Sub(v.(seenServer).at) < seenFor {
 		server = v.(seenServer).server
 	} else if server, err = s.server(ctx); err != nil {
+		a.zoneUnavailable(ctx, m, err)
 		return a.fail(m, "FailedUpdate", err)
 	}
 	if server == nil {
@@ -380,6 +388,7 @@ func (a *Actuator) forgetState(m *machinev1.Machine) {
 	a.seen.Delete(m.UID)
 	a.refused.Delete(m.UID)
 	a.settled.Delete(m.UID)
+	a.unreadable.Delete(m.UID)
 	a.serversGone.Delete(m.UID)
 	a.backoff.reset(m.UID)
 }

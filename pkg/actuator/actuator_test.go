@@ -40,10 +40,16 @@ const createPOST = "POST /v1/servers"
 // token (which the secrets hold) and one that refuses the default token.
 func env(t *testing.T) *fixture.Env {
 	t.Helper()
-	e := fixture.Start(t, fixture.Options{Emulator: emucs.Config{
-		Tokens:    map[string]emucs.Access{canaryToken: emucs.ReadWrite},
-		StateFile: filepath.Join(t.TempDir(), "cloudscale.json"),
-	}})
+	return envWith(t, emucs.Config{})
+}
+
+// envWith is env with an emulator configured by cfg (its tokens and state
+// file are env's).
+func envWith(t *testing.T, cfg emucs.Config) *fixture.Env {
+	t.Helper()
+	cfg.Tokens = map[string]emucs.Access{canaryToken: emucs.ReadWrite}
+	cfg.StateFile = filepath.Join(t.TempDir(), "cloudscale.json")
+	e := fixture.Start(t, fixture.Options{Emulator: cfg})
 	secret(t, e, "cloudscale-token", map[string]string{"token": canaryToken})
 	secret(t, e, "worker-user-data", map[string]string{"userData": canaryUserData})
 	return e

@@ -12,7 +12,6 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 
-	"github.com/appuio/machine-api-provider/pkg/actuator"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/pkg/manager"
@@ -92,60 +91,41 @@ func TestCreatesAreBounded(t *testing.T) {
 	}
 }
 
-// A create that waited long for a slot records its intent again before it
-// is sent: a successor counts the grace period from the intent, and the
-// create may land up to the grace period after it is sent.
-func TestLongWaitForACreateSlotRenewsTheIntent(t *testing.T) {
+// A create waiting for an anti-affinity key's lock holds no create slot:
+// a MachineSet whose Machines share a key (their creates go one after the
+// other, under the key's lock) leaves the slots to the other keys'
+// Machines. (The slot used to be taken first: the key's Machines took
+// every slot while they waited for the lock, and another key's Machine
+// waited for both.)
+func TestCreateWaitingForAGroupLockHoldsNoSlot(t *testing.T) {
 	e := env(t)
 	h := e.Emulator.Harness()
-	if err := h.AddRule(harness.Rule{Route: createPOST, Latency: harness.Duration(time.Second)}); err != nil {
+	const latency = 6 * time.Second
+	if err := h.AddRule(harness.Rule{Route: createPOST, Latency: harness.Duration(latency)}); err != nil {
 		t.Fatal(err)
 	}
-	intents := watchIntents(t, e)
-	// A tenth of the grace period is 300ms: the second create waits about
-	// a second for the first.
-	e.StartManager(t, manager.Options{
-		MaxConcurrentCreates: 1,
-		Actuator:             actuator.Options{CreateGrace: 3 * time.Second},
-	})
-	createMachine(t, e, "worker-a", spec(nil))
-	createMachine(t, e, "worker-b", spec(nil))
-	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
-	waitPhase(t, e, "worker-b", machinev1.PhaseProvisioned)
-	a, b := intents.of("worker-a"), intents.of("worker-b")
-	if len(a)+len(b) != 3 || (len(a) != 2 && len(b) != 2) {
-		t.Errorf("intents recorded: worker-a %v, worker-b %v; want one for the Machine created first, two for the one that waited", a, b)
+	e.StartManager(t, manager.Options{MaxConcurrentCreates: 2})
+	keyed := spec(func(s map[string]any) { s["antiAffinityKey"] = "workers" })
+	for _, name := range []string{"keyed-a", "keyed-b", "keyed-c"} {
+		createMachine(t, e, name, keyed)
 	}
-	if n := h.Count(createPOST); n != 2 {
-		t.Errorf("%d creates, want 2", n)
-	}
-}
-
-// intentLog records the create intents Machines show, in order.
-type intentLog struct {
-	mu sync.Mutex
-	by map[string][]string
-}
-
-func (l *intentLog) of(name string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.by[name]...)
-}
-
-func watchIntents(t *testing.T, e *fixture.Env) *intentLog {
-	t.Helper()
-	l := &intentLog{by: map[string][]string{}}
-	watchMachines(t, e, func(m *machinev1.Machine) {
-		at, ok := m.Annotations[actuator.CreateIntentAnnotation]
-		if !ok {
-			return
-		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if seen := l.by[m.Name]; len(seen) == 0 || seen[len(seen)-1] != at {
-			l.by[m.Name] = append(seen, at)
-		}
+	// The first keyed create is under way; the others wait for its lock.
+	fixture.Eventually(t, 60*time.Second, "a keyed create in flight", func() (bool, error) {
+		return h.Count(createPOST) >= 1, nil
 	})
-	return l
+	start := time.Now()
+	createMachine(t, e, "other", spec(nil))
+	fixture.Eventually(t, 60*time.Second, "the server of the Machine without a key", func() (bool, error) {
+		return len(serversOf(t, e, "other")) == 1, nil
+	})
+	// A slot was free at once: its own create, not a keyed one's before
+	// it (which would be twice the latency).
+	if took := time.Since(start); took > latency+4*time.Second {
+		t.Errorf("the server of the Machine without a key took %s: it waited for a slot the keyed Machines held while waiting for their lock", took)
+	}
+	for _, name := range []string{"keyed-a", "keyed-b", "keyed-c"} {
+		fixture.Eventually(t, 2*time.Minute, name+"'s server", func() (bool, error) {
+			return len(serversOf(t, e, name)) == 1, nil
+		})
+	}
 }

@@ -94,6 +94,7 @@ func (a *Actuator) delete(ctx context.Context, m *machinev1.Machine) error {
 func (a *Actuator) deleteServers(ctx context.Context, m *machinev1.Machine, s *scope) error {
 	servers, err := s.allServers(ctx)
 	if err != nil {
+		a.zoneUnavailable(ctx, m, err)
 		return a.fail(m, "FailedDelete", err)
 	}
 	if len(servers) == 0 {
@@ -103,6 +104,7 @@ func (a *Actuator) deleteServers(ctx context.Context, m *machinev1.Machine, s *s
 	}
 	for i := range servers {
 		if err := s.client.DeleteServer(ctx, s.ref, &servers[i]); err != nil {
+			a.zoneUnavailable(ctx, m, err)
 			return a.fail(m, "FailedDelete", err)
 		}
 		s.view.Deleted(servers[i].ID)

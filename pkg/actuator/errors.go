@@ -9,6 +9,7 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	machinecontroller "github.com/openshift/machine-api-operator/pkg/controller/machine"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -64,6 +65,12 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 		missing   *secretMissingError
 		sandbox   *userdata.SandboxError
 	)
+	zoneDown := false
+	if ze := cloud.ZoneOf(err); ze != "" && (errors.As(err, &retryable) || errors.As(err, &auth)) {
+		// One zone of the cloud fails, not the Machine: the event says
+		// which (and the Machine's condition, zoneUnavailable).
+		reason, zoneDown = "ZoneUnavailable", true
+	}
 	switch {
 	case errors.As(err, &inv):
 		msg := cloud.Truncate(inv.Error())
@@ -81,7 +88,11 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 		after := max(retryAuth, auth.RetryAfter)
 		a.backoff.failed(m.UID, a.now(), after)
 		msg := cloud.Truncate(fmt.Sprintf("%v; fix the credentials, retrying in %s", err, after.Round(time.Second)))
-		a.recorder.Event(m, corev1.EventTypeWarning, "CredentialsRefused", msg)
+		evReason := "CredentialsRefused"
+		if zoneDown {
+			evReason = reason
+		}
+		a.recorder.Event(m, corev1.EventTypeWarning, evReason, msg)
 		a.log.Info("cloud refused the credentials", "machine", machineKey(m), "reason", reason, "retryAfter", after, "error", msg)
 		return &machinecontroller.RequeueAfterError{RequeueAfter: after}
 	case errors.As(err, &perm):
@@ -141,4 +152,24 @@ func (a *Actuator) withWarnings(ctx context.Context, m *machinev1.Machine) conte
 			a.recorder.Event(m, corev1.EventTypeWarning, "PermissionDenied", cloud.Truncate(fmt.Sprintf("left undone: %v", err)))
 		}
 	})
+}
+
+// ConditionZone is the provider status condition that says the cloud
+// cannot be asked about the Machine's server: its zone fails (the rest of
+// the cloud does not, and the other Machines go on).
+const ConditionZone = "ZoneAvailable"
+
+// zoneUnavailable sets ConditionZone on a Machine whose lookup failed in
+// its zone only (cloud.ZoneError); record removes it once the server is
+// seen again.
+func (a *Actuator) zoneUnavailable(ctx context.Context, m *machinev1.Machine, err error) {
+	zone := cloud.ZoneOf(err)
+	if zone == "" {
+		return
+	}
+	c := metav1.Condition{Type: ConditionZone, Status: metav1.ConditionFalse, Reason: "ZoneUnavailable",
+		Message: cloud.Truncate(fmt.Sprintf("%s zone %s cannot be listed, so this Machine's server cannot be looked at (the other zones' Machines go on): %v", a.cloud.Name(), zone, err))}
+	if err := a.setCondition(ctx, m, c); err != nil {
+		a.log.Info("could not set the zone condition", "machine", machineKey(m), "error", err.Error())
+	}
 }

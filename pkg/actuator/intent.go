@@ -58,7 +58,11 @@ const createPoll = 10 * time.Second
 // creates anew (not done).
 func (a *Actuator) awaitEarlierCreate(ctx context.Context, s *scope, at string) (done bool, err error) {
 	m := s.machine
-	found, err := s.client.ListServers(ctx, cloud.Selector{ClusterID: s.ref.ClusterID, Machine: s.ref.Name})
+	// Through the shared view: one list per refresh serves every Machine
+	// waiting (after a restart, all those whose creates were in flight).
+	// Before a create is sent, the Machine's servers are looked up
+	// directly all the same (cloud.Create).
+	found, err := s.view.MachineIn(ctx, s.ref.Name, s.spec.Zone())
 	if err != nil {
 		return true, a.fail(m, "FailedCreate", err)
 	}
@@ -68,11 +72,7 @@ func (a *Actuator) awaitEarlierCreate(ctx context.Context, s *scope, at string) 
 		a.recorder.Eventf(m, corev1.EventTypeNormal, "Adopted", "Found %s server %s of this Machine, from the create requested at %s", a.cloud.Name(), server.ID, at)
 		return true, a.record(ctx, s, server, nil)
 	}
-	since, perr := time.Parse(time.RFC3339Nano, at)
-	if perr != nil {
-		// Not ours to parse: treat it as just written, the safe side.
-		since = a.now()
-	}
+	since := a.intentSince(m, at)
 	remaining := since.Add(a.o.CreateGrace).Sub(a.now())
 	if remaining <= 0 {
 		a.log.Info("earlier create made no server within the grace period; creating anew", "machine", machineKey(m), "requestedAt", at)
@@ -95,11 +95,7 @@ func (a *Actuator) awaitCreateBeforeDelete(m *machinev1.Machine) error {
 	if !ok || a.isSettled(m, at) {
 		return nil
 	}
-	since, err := time.Parse(time.RFC3339Nano, at)
-	if err != nil {
-		since = a.now()
-	}
-	until := since.Add(a.o.CreateGrace)
+	until := a.intentSince(m, at).Add(a.o.CreateGrace)
 	remaining := until.Sub(a.now())
 	if remaining <= 0 {
 		return nil
@@ -109,10 +105,44 @@ func (a *Actuator) awaitCreateBeforeDelete(m *machinev1.Machine) error {
 	return &machinecontroller.RequeueAfterError{RequeueAfter: min(remaining, createPoll)}
 }
 
+// intentSince is the time of the Machine's create intent at. One this
+// process cannot read (damaged, or written by something else) counts from
+// when this process first saw it, with a Warning event then: a create may
+// have been sent under it, so it holds the Machine for a grace period, but
+// not for ever. (After a restart it counts from then again: at most one
+// grace period more.)
+func (a *Actuator) intentSince(m *machinev1.Machine, at string) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
+		return t
+	}
+	now := a.now()
+	v, loaded := a.unreadable.LoadOrStore(m.UID, unreadableIntent{value: at, since: now})
+	seen := v.(unreadableIntent)
+	if loaded && seen.value == at {
+		return seen.since
+	}
+	if loaded {
+		seen = unreadableIntent{value: at, since: now}
+		a.unreadable.Store(m.UID, seen)
+	}
+	a.recorder.Eventf(m, corev1.EventTypeWarning, "CreateIntentUnreadable",
+		"the annotation %s=%q is not a time (RFC 3339): a create may have been sent under it, so none is sent and the Machine is not let go before %s",
+		CreateIntentAnnotation, cloud.Truncate(at), seen.since.Add(a.o.CreateGrace).UTC().Format(time.RFC3339))
+	return seen.since
+}
+
+// unreadableIntent is a create intent that is not a time, and when this
+// process first saw it.
+type unreadableIntent struct {
+	value string
+	since time.Time
+}
+
 // recordIntent writes the create intent on the Machine, with an optimistic
 // lock: if another process (a new leader) changed the Machine meanwhile,
 // the write fails and nothing is created; the next reconcile sees what it
-// did.
+// did. It returns the intent's time, also when the write failed (it may
+// have landed all the same).
 func (a *Actuator) recordIntent(ctx context.Context, m *machinev1.Machine) (string, error) {
 	original := m.DeepCopy()
 	at := a.now().UTC().Format(time.RFC3339Nano)
@@ -123,7 +153,7 @@ func (a *Actuator) recordIntent(ctx context.Context, m *machinev1.Machine) (stri
 	status := m.Status.DeepCopy()
 	if err := a.client.Patch(ctx, m, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
 		*m = *original
-		return "", fmt.Errorf("recording the create intent on the Machine: %w", err)
+		return at, fmt.Errorf("recording the create intent on the Machine: %w", err)
 	}
 	// The patch answered with the stored object; the status the machine
 	// controller set in memory stays (it patches it itself).

@@ -162,3 +162,41 @@ func TestEmptyGroupOfAClusterAtZeroIsCleanedUpByANewLeader(t *testing.T) {
 		return len(groupsOfCluster(t, e)) == 0, nil
 	})
 }
+
+// The last Machine of a cluster goes while the cloud refuses to delete its
+// group: the account is still swept a while after it (--janitor-linger),
+// with the credentials the Machine named, even once their secret is gone
+// too (a cluster torn down), and the group goes. (The account used to be
+// dropped with its last Machine, and the group stayed for good.)
+func TestGroupOfTheLastMachineIsSweptAfterItIsGone(t *testing.T) {
+	e := env(t)
+	h := e.Emulator.Harness()
+	e.StartManager(t, manager.Options{
+		ServerViewRefresh: time.Second,
+		// The Machine's own cleanup leaves a group younger than a
+		// minute (the default); the janitor's takes it after 3 s.
+		Janitor: janitor.Options{Interval: time.Second, GroupMinAge: 3 * time.Second},
+	})
+	createMachine(t, e, "worker-a", spec(func(s map[string]any) { s["antiAffinityKey"] = "workers" }))
+	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
+	if g := groupsOfCluster(t, e); len(g) != 1 {
+		t.Fatalf("%d groups, want 1", len(g))
+	}
+	if err := h.AddRule(harness.Rule{Route: "DELETE /v1/server-groups/{uuid}", ErrorRate: 1, ErrorStatus: 503}); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachine(t, e, "worker-a")
+	waitGone(t, e, "worker-a", 60*time.Second)
+	if err := e.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloudscale-token", Namespace: fixture.Namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	if g := groupsOfCluster(t, e); len(g) != 1 {
+		t.Fatalf("%d groups after the Machine went, want its one (the cloud refused its delete)", len(g))
+	}
+	if err := h.SetRules(nil); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, 60*time.Second, "the group deleted", func() (bool, error) {
+		return len(groupsOfCluster(t, e)) == 0, nil
+	})
+}

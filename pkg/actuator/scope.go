@@ -124,7 +124,7 @@ func checkHostname(machine, serverName string) error {
 // itself (the existence check after a Delete). Several servers are resolved
 // (duplicates.go): the Machine keeps one.
 func (s *scope) server(ctx context.Context) (*cloud.Server, error) {
-	servers, err := s.view.Machine(ctx, s.ref.Name)
+	servers, err := s.view.MachineIn(ctx, s.ref.Name, s.zone())
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (s *scope) server(ctx context.Context) (*cloud.Server, error) {
 // recorded one, looked up directly unless the list shows it or the
 // provider deleted it itself.
 func (s *scope) allServers(ctx context.Context) ([]cloud.Server, error) {
-	found, err := s.view.MachineNow(ctx, s.ref.Name)
+	found, err := s.view.MachineNowIn(ctx, s.ref.Name, s.zone())
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +172,15 @@ func (s *scope) allServers(ctx context.Context) ([]cloud.Server, error) {
 		found = append(found, *srv)
 	}
 	return found, nil
+}
+
+// zone is the zone of the Machine's servers, as its spec says; "" when
+// its spec is not valid (deleteScope): lookups then need every zone.
+func (s *scope) zone() string {
+	if s.spec == nil {
+		return ""
+	}
+	return s.spec.Zone()
 }
 
 func has(servers []cloud.Server, id string) bool {

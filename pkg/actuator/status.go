@@ -118,6 +118,8 @@ func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, d
 	meta.SetStatusCondition(&st.Conditions, inSync)
 	// The credentials worked: a condition that said otherwise is done.
 	meta.RemoveStatusCondition(&st.Conditions, ConditionCredentials)
+	// So was the server's zone.
+	meta.RemoveStatusCondition(&st.Conditions, ConditionZone)
 	raw, err := encodeStatus(st)
 	if err != nil {
 		return err

@@ -12,6 +12,14 @@ type AccountOptions struct {
 	RateLimit RateLimit
 	// View tunes the accounts' views of their clusters' servers.
 	View ViewOptions
+	// Linger is how long an account stays after its last owner is gone,
+	// for the janitor (which sweeps every account All returns): the empty
+	// groups and orphans of a cluster whose last Machine and MachineSet
+	// were just deleted are still cleaned up and reported, with the client
+	// (the credentials) they were made with; a group the cloud refused to
+	// delete at that moment, or one it still showed a destroyed server in,
+	// is not left behind. Zero: the account goes with its last owner.
+	Linger time.Duration
 }
 
 // Accounts keeps one Account per set of credentials, so that every Machine,
@@ -23,6 +31,8 @@ type AccountOptions struct {
 type Accounts struct {
 	cloud Cloud
 	o     AccountOptions
+
+	now func() time.Time
 
 	mu     sync.Mutex
 	byKey  map[string]*Account
@@ -38,6 +48,8 @@ type Account struct {
 	// Secret names the credentials' secret ("namespace/name"); "" for the
 	// manager's default credentials.
 	Secret string
+	// Client holds the credentials, as they were when the account was
+	// made; they are never read again, logged or shown.
 	Client Client
 	Gate   *Gate
 
@@ -47,6 +59,8 @@ type Account struct {
 	owners int
 	// used is when an owner last asked for the account.
 	used time.Time
+	// releasedAt is when its last owner went; zero while it has owners.
+	releasedAt time.Time
 }
 
 // NewAccounts returns an empty registry for the cloud.
@@ -54,7 +68,7 @@ func NewAccounts(c Cloud, o AccountOptions) *Accounts {
 	if o.RateLimit == (RateLimit{}) {
 		o.RateLimit = c.DefaultRateLimit()
 	}
-	return &Accounts{cloud: c, o: o, byKey: map[string]*Account{}, owners: map[string]string{}}
+	return &Accounts{cloud: c, o: o, byKey: map[string]*Account{}, owners: map[string]string{}, now: time.Now}
 }
 
 // Cloud is the cloud of the accounts.
@@ -77,7 +91,7 @@ func (a *Accounts) Get(owner string, creds Credentials) (*Account, error) {
 		acc = &Account{Key: key, Source: creds.Source, Secret: creds.Secret, Client: cl, Gate: gate, o: a.o.View, views: map[string]*View{}}
 		a.byKey[key] = acc
 	}
-	acc.used = time.Now()
+	acc.used = a.now()
 	if owner != "" {
 		if old, ok := a.owners[owner]; ok && old != key {
 			a.releaseLocked(owner)
@@ -85,13 +99,14 @@ func (a *Accounts) Get(owner string, creds Credentials) (*Account, error) {
 		if _, ok := a.owners[owner]; !ok {
 			a.owners[owner] = key
 			acc.owners++
+			acc.releasedAt = time.Time{}
 		}
 	}
 	return acc, nil
 }
 
 // Release forgets owner; an account without owners is dropped with its
-// client and views.
+// client and views, after Linger.
 func (a *Accounts) Release(owner string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -107,15 +122,31 @@ func (a *Accounts) releaseLocked(owner string) {
 	if acc := a.byKey[key]; acc != nil {
 		acc.owners--
 		if acc.owners <= 0 {
+			acc.owners = 0
+			acc.releasedAt = a.now()
+			if a.o.Linger <= 0 {
+				delete(a.byKey, key)
+			}
+		}
+	}
+}
+
+// prune drops the accounts that have lingered long enough. Callers hold
+// mu.
+func (a *Accounts) prune() {
+	for key, acc := range a.byKey {
+		if acc.owners <= 0 && a.now().Sub(acc.releasedAt) >= a.o.Linger {
 			delete(a.byKey, key)
 		}
 	}
 }
 
-// All returns the accounts in use, by key.
+// All returns the accounts in use, and those lingering after their last
+// owner went (AccountOptions.Linger), by key.
 func (a *Accounts) All() []*Account {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.prune()
 	out := make([]*Account, 0, len(a.byKey))
 	for _, acc := range a.byKey {
 		out = append(out, acc)
@@ -124,11 +155,17 @@ func (a *Accounts) All() []*Account {
 	return out
 }
 
-// Len is how many accounts are in use.
+// Len is how many accounts are in use (have owners).
 func (a *Accounts) Len() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.byKey)
+	n := 0
+	for _, acc := range a.byKey {
+		if acc.owners > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // View returns the account's view of a cluster's servers.

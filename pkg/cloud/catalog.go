@@ -12,31 +12,69 @@ import (
 // for one refresh rather than each making their own; a failed refresh falls
 // back to the old list, which is as good as it was a moment ago. The zero
 // value is an empty catalog.
+//
+// The lock is held only to look at the list, never during a fetch: the
+// fetch runs on its own (runShared) and every caller waits for it with its
+// own context, so a slow catalogue (its calls may take minutes with
+// retries) holds up only those who need it, each as long as they choose.
 type Catalog[T any] struct {
-	mu   sync.Mutex
+	mu       sync.Mutex
+	list     []T
+	at       time.Time
+	fetching *catalogFetch[T]
+}
+
+type catalogFetch[T any] struct {
+	done chan struct{}
 	list []T
-	at   time.Time
+	err  error
 }
 
 // Get returns the list, fetching it when it is older than ttl.
 func (l *Catalog[T]) Get(ctx context.Context, now time.Time, ttl time.Duration, fetch func(ctx context.Context) ([]T, error)) ([]T, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.list != nil && now.Sub(l.at) < ttl {
+		list := l.list
+		l.mu.Unlock()
+		return list, nil
+	}
+	f := l.fetching
+	if f == nil {
+		f = &catalogFetch[T]{done: make(chan struct{})}
+		l.fetching = f
+		runShared(ctx, "fetching a catalogue", func(ctx context.Context) (err error) {
+			f.list, err = fetch(ctx)
+			return err
+		}, func(err error) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			defer close(f.done)
+			l.fetching = nil
+			f.err = err
+			if err != nil {
+				return
+			}
+			if f.list == nil {
+				f.list = []T{}
+			}
+			l.list, l.at = f.list, now
+		})
+	}
+	l.mu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if f.err == nil {
+		return f.list, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.list != nil {
 		return l.list, nil
 	}
-	list, err := fetch(ctx)
-	if err != nil {
-		if l.list != nil {
-			return l.list, nil
-		}
-		return nil, err
-	}
-	if list == nil {
-		list = []T{}
-	}
-	l.list, l.at = list, now
-	return list, nil
+	return nil, f.err
 }
 
 // Invalidate makes the next Get fetch again.

@@ -23,18 +23,21 @@ type groupCleanup struct {
 }
 
 type cleanupRun struct {
-	start time.Time
-	end   chan struct{}
-	err   error
+	start   time.Time
+	end     chan struct{}
+	err     error
+	deleted []string
 }
 
 // CleanupGroups deletes the cluster's empty anti-affinity groups of the
 // provider older than minAge (Client.CleanupGroups) unless a cleanup that
 // began at or after since has succeeded; a running one that began early
 // enough is waited for. A zero since asks for a cleanup that begins after
-// the call. It returns the groups deleted by the cleanup this
-// call ran itself (nil when it shared another's), and the error of the
-// cleanup it relied on.
+// the call. It returns the groups deleted by the cleanup this call started
+// (nil when it shared another's), and the error of the cleanup it relied
+// on. The cleanup runs on its own (runShared): a caller that gives up
+// stops waiting, and neither its cancellation nor a panic of the cleanup
+// leaves the others waiting.
 func (v *View) CleanupGroups(ctx context.Context, since time.Time, minAge time.Duration) ([]string, error) {
 	c := &v.cleanup
 	if since.IsZero() {
@@ -46,34 +49,37 @@ func (v *View) CleanupGroups(ctx context.Context, since time.Time, minAge time.D
 			c.mu.Unlock()
 			return nil, nil
 		}
-		run := c.running
-		if run != nil {
-			c.mu.Unlock()
-			select {
-			case <-run.end:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			if run.start.Before(since) {
-				// It began too early to count: the next one.
-				continue
-			}
-			return nil, run.err
-		}
-		run = &cleanupRun{start: v.now(), end: make(chan struct{})}
-		c.running = run
-		c.mu.Unlock()
-
-		deleted, err := v.client.CleanupGroups(ctx, v.sel.ClusterID, minAge)
-		run.err = err
-
-		c.mu.Lock()
-		c.running = nil
-		if run.err == nil && run.start.After(c.done) {
-			c.done = run.start
+		run, mine := c.running, false
+		if run == nil {
+			run, mine = &cleanupRun{start: v.now(), end: make(chan struct{})}, true
+			c.running = run
+			runShared(ctx, "cleaning up the anti-affinity groups of cluster "+v.sel.ClusterID, func(ctx context.Context) (err error) {
+				run.deleted, err = v.client.CleanupGroups(ctx, v.sel.ClusterID, minAge)
+				return err
+			}, func(err error) {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				run.err = err
+				c.running = nil
+				if err == nil && run.start.After(c.done) {
+					c.done = run.start
+				}
+				close(run.end)
+			})
 		}
 		c.mu.Unlock()
-		close(run.end)
-		return deleted, err
+		select {
+		case <-run.end:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if mine {
+			return run.deleted, run.err
+		}
+		if run.start.Before(since) {
+			// It began too early to count: the next one.
+			continue
+		}
+		return nil, run.err
 	}
 }

@@ -151,15 +151,21 @@ type Flavor struct {
 // them makes a second server when called again after an error.
 type Client interface {
 	// ListServers returns the servers carrying the selector's identity,
-	// with one API call (a tag or label filter). Each call goes to the
-	// cloud; the View (view.go) is the cached way to ask.
+	// with one API call (a tag or label filter; one per zone where the
+	// API answers per zone). Each call goes to the cloud; the View
+	// (view.go) is the cached way to ask. A server being destroyed is not
+	// listed: it is no one's any more. When some zones answered and others
+	// did not, it returns the servers of those that did with a
+	// *PartialListError.
 	ListServers(ctx context.Context, sel Selector) ([]Server, error)
-	// GetServer returns a server by ID, or an error wrapping ErrNotFound.
+	// GetServer returns a server by ID, or an error wrapping ErrNotFound
+	// (also for a server being destroyed).
 	GetServer(ctx context.Context, id string) (*Server, error)
 	// CreateServer creates the Machine's server, with the Machine's identity
 	// and userData, unless the Machine has one already: after any lock or
-	// wait it takes, it looks for the Machine's servers with ListServers and
-	// returns the first it finds (created false). Concurrent creates with an
+	// wait it takes, and the caller's BeforeCreate (WithBeforeCreate), it
+	// looks for the Machine's servers with ListServers and returns the
+	// first it finds (created false). Concurrent creates with an
 	// anti-affinity key are placed consistently. When the cloud refuses the
 	// server, nothing the call made before (an anti-affinity group) stays.
 	CreateServer(ctx context.Context, m MachineRef, spec Spec, userData []byte) (s *Server, created bool, err error)

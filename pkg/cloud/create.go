@@ -18,6 +18,22 @@ type CreateSteps struct {
 	Unplace func(ctx context.Context, group string)
 }
 
+// BeforeCreate is what the caller of Client.CreateServer must do right
+// before the create may be sent, after every lock and wait of the create's
+// own: take one of its create slots (waiting for it) and record durably
+// that a create is about to be sent (the actuator's create intent). A create
+// is sent only once it returned without error; done gives the slot back,
+// once the cloud has answered.
+type BeforeCreate func(ctx context.Context) (done func(), err error)
+
+type beforeCreateKey struct{}
+
+// WithBeforeCreate makes Client.CreateServer call before right before it
+// looks for the Machine's servers and sends the create.
+func WithBeforeCreate(ctx context.Context, before BeforeCreate) context.Context {
+	return context.WithValue(ctx, beforeCreateKey{}, before)
+}
+
 // Create creates a Machine's server unless it has one (created false):
 //
 //   - with an anti-affinity key, under the key's lock, so that concurrent
@@ -26,6 +42,11 @@ type CreateSteps struct {
 //   - with the rate limit paid at once for every call up to the create
 //     (Gate.Prepay), and the Machine's servers looked up after the lock and
 //     the wait: no wait comes between the look and the create;
+//   - with the caller's BeforeCreate (WithBeforeCreate) after those waits,
+//     so that the caller's create slot is not held while the create waits
+//     for a lock, and its record that a create may be under way is written
+//     only when one is about to be sent (a restart before then costs the
+//     Machine nothing);
 //   - leaving nothing behind when the cloud refuses the create: a group made
 //     for it is deleted again.
 //
@@ -43,6 +64,13 @@ func Create(ctx context.Context, gate *Gate, locks *GroupLocks, key *GroupKey, s
 	ctx, err := gate.Prepay(ctx, calls)
 	if err != nil {
 		return nil, false, err
+	}
+	if before, ok := ctx.Value(beforeCreateKey{}).(BeforeCreate); ok && before != nil {
+		done, err := before(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		defer done()
 	}
 	found, err := steps.Look(ctx)
 	if err != nil {

@@ -3,6 +3,8 @@ package cloud
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -140,4 +142,72 @@ func NotPerformed(err error) bool {
 		return true
 	}
 	return false
+}
+
+// ZoneError is a failure confined to one zone of a cloud whose API answers
+// per zone (Exoscale's instances live in their zone's endpoint): the zone's
+// endpoint failed (5xx, a timeout, a refusal), the rest of the account did
+// not. It degrades the Machines of that zone only: the account's gate does
+// not close for it (Gate.Observe), and a list of a cluster's servers that
+// other zones answered is still an answer for their Machines.
+type ZoneError struct {
+	Zone string
+	Err  error
+}
+
+func (e *ZoneError) Error() string { return fmt.Sprintf("zone %s: %v", e.Zone, e.Err) }
+func (e *ZoneError) Unwrap() error { return e.Err }
+
+// PartialListError is a list of a cluster's servers that some zones did not
+// answer. The list comes with it, holding the servers of the zones that
+// answered; Failed says which did not, and why.
+type PartialListError struct {
+	Failed []*ZoneError
+}
+
+func (e *PartialListError) Error() string {
+	parts := make([]string, len(e.Failed))
+	for i, f := range e.Failed {
+		parts[i] = f.Error()
+	}
+	return "the servers of some zones could not be listed: " + strings.Join(parts, "; ")
+}
+
+// Unwrap lets errors.As find what the zones failed with (a RetryableError,
+// an AuthError).
+func (e *PartialListError) Unwrap() []error {
+	out := make([]error, len(e.Failed))
+	for i, f := range e.Failed {
+		out[i] = f
+	}
+	return out
+}
+
+// Zones names the zones that did not answer, sorted.
+func (e *PartialListError) Zones() []string {
+	out := make([]string, 0, len(e.Failed))
+	for _, f := range e.Failed {
+		out = append(out, f.Zone)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Has reports whether zone is one of the zones that did not answer.
+func (e *PartialListError) Has(zone string) bool {
+	for _, f := range e.Failed {
+		if f.Zone == zone {
+			return true
+		}
+	}
+	return false
+}
+
+// ZoneOf names the zone a failure is confined to, "" when it is not.
+func ZoneOf(err error) string {
+	var ze *ZoneError
+	if errors.As(err, &ze) {
+		return ze.Zone
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -243,7 +244,10 @@ func (g *Gate) Observe(err error) {
 	switch {
 	case err == nil:
 		g.authBackoff = 0
-	case errors.As(err, &auth):
+	case errors.As(err, &auth) && !(auth.Status == http.StatusForbidden && ZoneOf(err) != ""):
+		// A refusal confined to one zone's endpoint (a policy that
+		// leaves a zone out) is that zone's: its Machines see it, the
+		// account's other zones go on (ZoneError).
 		g.authBackoff = min(max(g.authBackoff*2, authBackoffMin), authBackoffMax)
 		g.close(now.Add(g.authBackoff), err)
 	case errors.As(err, &re) && errors.As(err, &api) && api.Status == 429:

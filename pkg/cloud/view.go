@@ -57,6 +57,10 @@ type View struct {
 	inFlight    *listRun // the running refresh
 	lastErr     error
 	lists       int
+	// failedZones are the zones the last lists could not list (a
+	// PartialListError): the view answers for Machines of the other zones
+	// from the new list, and keeps the servers of these as last listed.
+	failedZones map[string]zoneFailure
 	// After a failed list, the next waits: retryAt is when it may run,
 	// failWait how long the last wait was (doubling up to maxFailWait).
 	retryAt  time.Time
@@ -72,6 +76,14 @@ const (
 	minFailWait = time.Second
 	maxFailWait = 30 * time.Second
 )
+
+// zoneFailure is a zone the view's lists have been failing to list since
+// a list after goodAt, the start of its last list that did (zero: none
+// did).
+type zoneFailure struct {
+	err    *ZoneError
+	goodAt time.Time
+}
 
 type write struct {
 	server *Server // nil: deleted
@@ -92,20 +104,39 @@ func NewView(client Client, clusterID string, o ViewOptions) *View {
 	return &View{client: client, sel: Selector{ClusterID: clusterID}, o: o, now: time.Now, written: map[string]write{}}
 }
 
-// Machine returns the servers of one Machine, oldest first.
+// Machine returns the servers of one Machine, oldest first; MachineIn
+// with the zone unknown.
 func (v *View) Machine(ctx context.Context, name string) ([]Server, error) {
-	if err := v.fresh(ctx, 0); err != nil {
+	return v.MachineIn(ctx, name, "")
+}
+
+// MachineIn returns the servers of one Machine of the zone, oldest first.
+// When the view's lists fail in some zones only (PartialListError), the
+// Machines of the other zones are answered as usual; those of a failing
+// zone from the zone's last list while that is within MaxStale, and with
+// an error naming the zone after that. A Machine of an unknown zone ("")
+// gets that error when any zone is past MaxStale.
+func (v *View) MachineIn(ctx context.Context, name, zone string) ([]Server, error) {
+	if err := v.fresh(ctx, 0, zone); err != nil {
 		return nil, err
 	}
 	return v.machine(name), nil
 }
 
-// MachineNow returns the servers of one Machine, oldest first, from a list
-// that started after the call: as direct as a lookup of the Machine's own,
-// but shared by every caller that list serves (the Machines deleted
-// together). A failed list is an error, never an older list's answer.
+// MachineNow returns the servers of one Machine, oldest first; MachineNowIn
+// with the zone unknown.
 func (v *View) MachineNow(ctx context.Context, name string) ([]Server, error) {
-	if err := v.listedSince(ctx, v.now(), true); err != nil {
+	return v.MachineNowIn(ctx, name, "")
+}
+
+// MachineNowIn returns the servers of one Machine of the zone, oldest
+// first, from a list that started after the call: as direct as a lookup of
+// the Machine's own, but shared by every caller that list serves (the
+// Machines deleted together). A failed list is an error, never an older
+// list's answer; so is a list that failed in the Machine's zone (in any
+// zone, for a zone unknown).
+func (v *View) MachineNowIn(ctx context.Context, name, zone string) ([]Server, error) {
+	if err := v.listedSince(ctx, v.now(), true, zone); err != nil {
 		return nil, err
 	}
 	return v.machine(name), nil
@@ -125,20 +156,34 @@ func (v *View) machine(name string) []Server {
 }
 
 // All returns every server of the cluster, oldest first, from a list no
-// older than maxAge (0: the view's refresh interval).
+// older than maxAge (0: the view's refresh interval). When some zones could
+// not be listed, it returns the servers with a *PartialListError: those of
+// the failing zones are as last listed, and a server missing from them may
+// exist all the same.
 func (v *View) All(ctx context.Context, maxAge time.Duration) ([]Server, error) {
-	if err := v.fresh(ctx, maxAge); err != nil {
+	if maxAge <= 0 {
+		maxAge = v.o.Refresh
+	}
+	if err := v.listedSince(ctx, v.now().Add(-maxAge), false, allZones); err != nil {
 		return nil, err
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.merge()
-	return append([]Server(nil), v.merged...), nil
+	out := append([]Server(nil), v.merged...)
+	if len(v.failedZones) > 0 {
+		return out, v.partial(nil)
+	}
+	return out, nil
 }
+
+// allZones asks fresh and listedSince for the whole list, failed zones
+// and all: All reports them itself.
+const allZones = "\x00all"
 
 // Get returns the server with the ID if the view has it.
 func (v *View) Get(ctx context.Context, id string) (*Server, bool, error) {
-	if err := v.fresh(ctx, 0); err != nil {
+	if err := v.fresh(ctx, 0, allZones); err != nil {
 		return nil, false, err
 	}
 	v.mu.Lock()
@@ -213,27 +258,34 @@ func (v *View) Lists() int {
 	return v.lists
 }
 
-// fresh makes sure the view can answer from a list no older than maxAge
-// (0: the refresh interval), listing when it must: nil when it can, from
-// its last list while a failing refresh leaves that within MaxStale.
-func (v *View) fresh(ctx context.Context, maxAge time.Duration) error {
+// fresh makes sure the view can answer for a Machine of zone from a list
+// no older than maxAge (0: the refresh interval), listing when it must: nil
+// when it can, from its last list while a failing refresh leaves that
+// within MaxStale.
+func (v *View) fresh(ctx context.Context, maxAge time.Duration, zone string) error {
 	if maxAge <= 0 {
 		maxAge = v.o.Refresh
 	}
-	return v.listedSince(ctx, v.now().Add(-maxAge), false)
+	return v.listedSince(ctx, v.now().Add(-maxAge), false, zone)
 }
 
-// listedSince makes sure the view answers from a list that started at or
-// after since, listing when it must, and sharing each list with every caller it
-// serves: one list serves all the Machines that need one at the same time,
-// where a lookup of each would cost a call of each.
+// listedSince makes sure the view answers for a Machine of zone from a
+// list that started at or after since, listing when it must, and sharing
+// each list with every caller it serves: one list serves all the Machines
+// that need one at the same time, where a lookup of each would cost a call
+// of each.
 //
 // Strict, the answer is as of since: a list that began earlier, even one
 // still running, does not count, and a failed list is an error (the
 // Machines deleted together need the cluster's servers as they are now).
 // Else a running list is taken as it is, and a failed one leaves the view
-// answering from its last list while that is within MaxStale.
-func (v *View) listedSince(ctx context.Context, since time.Time, strict bool) error {
+// answering from its last list while that is within MaxStale. Either way,
+// a list that failed in some zones only answers for the others
+// (zoneErr).
+//
+// The list runs on its own (runShared): a caller that gives up stops
+// waiting, the others still get their answer.
+func (v *View) listedSince(ctx context.Context, since time.Time, strict bool, zone string) error {
 	failed := v.staleOrErr
 	if strict {
 		failed = v.listErr
@@ -241,82 +293,78 @@ func (v *View) listedSince(ctx context.Context, since time.Time, strict bool) er
 	for {
 		v.mu.Lock()
 		if v.servers != nil && !v.listedAt.Before(since) {
+			err := v.zoneErr(zone, strict)
 			v.mu.Unlock()
-			return nil
+			return err
 		}
 		if v.lastErr != nil && v.now().Before(v.retryAt) {
 			err := failed()
+			if err == nil {
+				err = v.zoneErr(zone, strict)
+			}
 			v.mu.Unlock()
 			return err
 		}
-		run, mine := v.listRun()
+		run := v.listRun(ctx)
 		v.mu.Unlock()
-		if err := v.await(ctx, run, mine); err != nil {
-			return err
+		select {
+		case <-run.done:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 		if strict && run.start.Before(since) {
 			// It began too early to answer: the next one.
 			continue
 		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
 		if run.err != nil {
-			v.mu.Lock()
-			defer v.mu.Unlock()
-			return failed()
+			if err := failed(); err != nil {
+				return err
+			}
 		}
-		return nil
+		return v.zoneErr(zone, strict)
 	}
 }
 
 // listRun is one list of the cluster's servers; done closes when it ends,
-// with err set.
+// with err set (nil for a list that failed in some zones only).
 type listRun struct {
 	start time.Time
 	done  chan struct{}
 	err   error
 }
 
-// listRun returns the running list, or a new one the caller is to run
-// (mine). Callers hold mu.
-func (v *View) listRun() (run *listRun, mine bool) {
+// listRun returns the running list, or starts one. Callers hold mu.
+func (v *View) listRun(ctx context.Context) *listRun {
 	if v.inFlight != nil {
-		return v.inFlight, false
+		return v.inFlight
 	}
-	v.inFlight = &listRun{start: v.now(), done: make(chan struct{})}
-	return v.inFlight, true
+	run := &listRun{start: v.now(), done: make(chan struct{})}
+	v.inFlight = run
+	var list []Server
+	runShared(ctx, "listing the servers of cluster "+v.sel.ClusterID, func(ctx context.Context) (err error) {
+		list, err = v.client.ListServers(ctx, v.sel)
+		return err
+	}, func(err error) { v.listed(run, list, err) })
+	return run
 }
 
-// await runs the list if it is the caller's, else waits for it to end.
-func (v *View) await(ctx context.Context, run *listRun, mine bool) error {
-	if mine {
-		v.list(ctx, run)
-		return nil
-	}
-	select {
-	case <-run.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (v *View) list(ctx context.Context, run *listRun) {
-	list, err := v.client.ListServers(ctx, v.sel)
-
+// listed takes a list's outcome into the view and lets its waiters go.
+func (v *View) listed(run *listRun, list []Server, err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	defer close(run.done)
 	v.inFlight = nil
 	v.lists++
+	var partial *PartialListError
+	if err != nil && errors.As(err, &partial) {
+		v.takePartial(run, list, partial)
+		return
+	}
 	v.lastErr = err
 	run.err = err
-	if err == nil {
-		v.servers = make(map[string]Server, len(list))
-		for _, s := range list {
-			v.servers[s.ID] = s
-		}
-		v.listedAt = run.start
-		v.failWait = 0
-		v.merged = nil
-	} else if ctx.Err() == nil {
+	if err != nil {
 		v.failWait = min(max(2*v.failWait, minFailWait), maxFailWait)
 		wait := v.failWait
 		var re *RetryableError
@@ -324,8 +372,83 @@ func (v *View) list(ctx context.Context, run *listRun) {
 			wait = re.RetryAfter
 		}
 		v.retryAt = v.now().Add(wait)
+		return
 	}
-	close(run.done)
+	v.servers = make(map[string]Server, len(list))
+	for _, s := range list {
+		v.servers[s.ID] = s
+	}
+	v.listedAt = run.start
+	v.failWait = 0
+	v.failedZones = nil
+	v.merged = nil
+}
+
+// takePartial takes a list that some zones did not answer: the servers of
+// the others as listed, those of the failing zones as last listed, and the
+// failing zones remembered with when they were last listed. Callers hold
+// mu.
+func (v *View) takePartial(run *listRun, list []Server, partial *PartialListError) {
+	failed := map[string]zoneFailure{}
+	for _, f := range partial.Failed {
+		prev, known := v.failedZones[f.Zone]
+		goodAt := prev.goodAt
+		if !known && v.servers != nil {
+			goodAt = v.listedAt
+		}
+		failed[f.Zone] = zoneFailure{err: f, goodAt: goodAt}
+	}
+	servers := make(map[string]Server, len(list)+len(v.servers))
+	for id, s := range v.servers {
+		if _, ok := failed[s.Zone]; ok {
+			servers[id] = s
+		}
+	}
+	for _, s := range list {
+		servers[s.ID] = s
+	}
+	v.servers = servers
+	v.listedAt = run.start
+	v.lastErr = nil
+	v.failWait = 0
+	v.failedZones = failed
+	v.merged = nil
+}
+
+// zoneErr says whether the view cannot answer for a Machine of zone ("":
+// unknown, allZones: the caller reports failed zones itself) because its
+// lists fail there: strict, when the zone failed at all; else when its last
+// good list is past MaxStale. Callers hold mu.
+func (v *View) zoneErr(zone string, strict bool) error {
+	if zone == allZones || len(v.failedZones) == 0 {
+		return nil
+	}
+	var bad []*ZoneError
+	for z, f := range v.failedZones {
+		if zone != "" && z != zone {
+			continue
+		}
+		if !strict && !f.goodAt.IsZero() && v.now().Sub(f.goodAt) < v.o.MaxStale {
+			continue
+		}
+		bad = append(bad, f.err)
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("listing the servers of cluster %s: %w", v.sel.ClusterID, v.partial(bad))
+}
+
+// partial is the view's failing zones (those of only, when given) as one
+// error, in the order of their names. Callers hold mu.
+func (v *View) partial(only []*ZoneError) *PartialListError {
+	if only == nil {
+		for _, f := range v.failedZones {
+			only = append(only, f.err)
+		}
+	}
+	sort.Slice(only, func(i, j int) bool { return only[i].Zone < only[j].Zone })
+	return &PartialListError{Failed: only}
 }
 
 // listErr is the last list's error. Callers hold mu.

@@ -173,7 +173,17 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 
-	accounts := cloud.NewAccounts(o.Cloud, cloud.AccountOptions{RateLimit: o.CloudRateLimit, View: cloud.ViewOptions{Refresh: o.ServerViewRefresh, WriteGrace: o.ServerViewWriteGrace}})
+	linger := o.Janitor.Linger
+	switch {
+	case linger == 0:
+		linger = janitor.DefaultLinger
+	case linger < 0:
+		linger = 0
+	}
+	accounts := cloud.NewAccounts(o.Cloud, cloud.AccountOptions{
+		RateLimit: o.CloudRateLimit, Linger: linger,
+		View: cloud.ViewOptions{Refresh: o.ServerViewRefresh, WriteGrace: o.ServerViewWriteGrace},
+	})
 	registryNS := o.Namespace
 	if registryNS == "" {
 		registryNS = DefaultNamespace

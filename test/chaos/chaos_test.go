@@ -169,9 +169,23 @@ cycles:
 	}
 	total := time.Since(started)
 	stopReplicas()
+
+	// Then what a leader change costs a scale-up at the default flags.
+	var lc *leaderChangeResult
+	passed := true
+	for _, res := range results {
+		passed = passed && !res.failed()
+	}
+	if passed && !cfg.SkipLeaderChange {
+		res := r.leaderChange(ctx, bin, dir)
+		lc = &res
+	}
 	panics := findPanics(dir)
 
 	report := renderReport(c.Name(), cfg, results, total, panics)
+	if lc != nil {
+		report += renderLeaderChange(c.Name(), *lc)
+	}
 	fmt.Print(report)
 	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report), 0o644); err != nil {
 		t.Error(err)
@@ -184,12 +198,17 @@ cycles:
 	if len(panics) > 0 {
 		t.Errorf("a manager panicked: %s", strings.Join(panics, "; "))
 	}
+	if lc != nil && len(lc.violations) > 0 {
+		t.Errorf("leader change: %s", strings.Join(lc.violations, "; "))
+	}
 }
 
 // findPanics lists the manager logs' panics.
 func findPanics(dir string) []string {
 	var out []string
 	logs, _ := filepath.Glob(filepath.Join(dir, "manager-*.log"))
+	more, _ := filepath.Glob(filepath.Join(dir, "leader-change", "manager-*.log"))
+	logs = append(logs, more...)
 	for _, path := range logs {
 		b, err := os.ReadFile(path)
 		if err != nil {

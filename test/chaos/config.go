@@ -54,6 +54,9 @@ type Config struct {
 
 	// KeepLogs keeps the logs of a passing run too.
 	KeepLogs bool
+	// SkipLeaderChange skips the leader-change run after the cycles
+	// (leaderchange.go).
+	SkipLeaderChange bool
 }
 
 // groupMinAge is the provider's (pkg/actuator, pkg/controllers/janitor):
@@ -112,8 +115,8 @@ func (c *Config) leakAge() time.Duration {
 // configFromEnv reads CLOUD (a cloud, a comma-separated list, or "all"),
 // CHAOS_SEED, CHAOS_CYCLES, CHAOS_MACHINES, CHAOS_FAULT_RATE,
 // CHAOS_KILL_EVERY, CHAOS_SLOW_CREATE, CHAOS_CLOUD_API_TIMEOUT,
-// CHAOS_CREATE_GRACE, CHAOS_CHAOS_WINDOW, CHAOS_SETTLE_BOUND and
-// CHAOS_KEEP_LOGS.
+// CHAOS_CREATE_GRACE, CHAOS_CHAOS_WINDOW, CHAOS_SETTLE_BOUND,
+// CHAOS_KEEP_LOGS and CHAOS_SKIP_LEADER_CHANGE.
 func configFromEnv() (Config, error) {
 	var c Config
 	var errs []string
@@ -169,6 +172,7 @@ func configFromEnv() (Config, error) {
 	durVar("CHAOS_CHAOS_WINDOW", &c.ChaosWindow)
 	durVar("CHAOS_SETTLE_BOUND", &c.SettleBound)
 	c.KeepLogs = os.Getenv("CHAOS_KEEP_LOGS") != ""
+	c.SkipLeaderChange = os.Getenv("CHAOS_SKIP_LEADER_CHANGE") != ""
 	if len(errs) > 0 {
 		return c, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}

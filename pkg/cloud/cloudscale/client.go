@@ -37,6 +37,38 @@ type Client struct {
 	rootTagsMu sync.Mutex
 	rootTags   map[string][sha256.Size]byte
 	untagged   map[string]bool
+
+	// deleted remembers the servers this client deleted, and when: the
+	// API may still show a deleted server for a while ("changing", as any
+	// server in a change), and no lookup may take it for a Machine's. A
+	// server is forgotten deletedFor after its delete.
+	deletedMu sync.Mutex
+	deleted   map[string]time.Time
+}
+
+// deletedFor is how long a deleted server is kept out of lookups: far
+// longer than the API shows one.
+const deletedFor = 10 * time.Minute
+
+// markDeleted records that the server's delete was answered.
+func (c *Client) markDeleted(id string) {
+	c.deletedMu.Lock()
+	defer c.deletedMu.Unlock()
+	now := c.now()
+	for old, at := range c.deleted {
+		if now.Sub(at) > deletedFor {
+			delete(c.deleted, old)
+		}
+	}
+	c.deleted[id] = now
+}
+
+// dying reports whether the server is one this client deleted.
+func (c *Client) dying(id string) bool {
+	c.deletedMu.Lock()
+	defer c.deletedMu.Unlock()
+	at, ok := c.deleted[id]
+	return ok && c.now().Sub(at) <= deletedFor
 }
 
 func newClient(base *url.URL, hc *http.Client, token, source string, gate *cloud.Gate) *Client {
@@ -53,6 +85,7 @@ func newClient(base *url.URL, hc *http.Client, token, source string, gate *cloud
 		now:      time.Now,
 		rootTags: map[string][sha256.Size]byte{},
 		untagged: map[string]bool{},
+		deleted:  map[string]time.Time{},
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 )
 
 // ListServers lists the servers tagged with the selector's cluster (and
-// Machine), with one API call.
+// Machine), with one API call. Servers being deleted are not listed (see
+// Client.dying): they are no one's any more.
 func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.Server, error) {
 	if sel.ClusterID == "" {
 		return nil, errors.New("cloudscale: listing servers needs the cluster ID")
@@ -32,7 +33,7 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 	for i := range list {
 		// Filter again: should the API ever ignore the filter, this must
 		// still not hand out other Machines' servers.
-		if matchesFilter(list[i].Tags, tags) {
+		if matchesFilter(list[i].Tags, tags) && !c.dying(list[i].UUID) {
 			out = append(out, *toServer(&list[i]))
 		}
 	}
@@ -40,11 +41,14 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 	return out, nil
 }
 
-// GetServer reads a server by UUID.
+// GetServer reads a server by UUID; one being deleted is not found.
 func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error) {
 	s, err := c.getServer(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if c.dying(s.UUID) {
+		return nil, fmt.Errorf("cloudscale: server %s is being deleted: %w", id, cloud.ErrNotFound)
 	}
 	return toServer(s), nil
 }
@@ -197,6 +201,7 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 	if err != nil && !cloud.IsNotFound(err) {
 		return err
 	}
+	c.markDeleted(s.ID)
 	c.forgetRootTags(s.ID)
 	// The server is gone: a failure from here on must not fail its
 	// delete, which would be retried from the start. Groups left behind

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	v3 "github.com/exoscale/egoscale/v3"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -16,7 +18,13 @@ import (
 
 // ListServers lists the instances labelled with the selector's cluster (and
 // Machine), with one labels-filtered list per zone the cluster's lists
-// cover (zones.go), oldest first.
+// cover (zones.go), asked at once, oldest first. Instances being destroyed
+// are not listed: they are no one's any more.
+//
+// Zones that fail are reported, not fatal (zones.go): when some zones
+// answered, the list of theirs comes with a *cloud.PartialListError naming
+// the failed zones that may hold the cluster's instances; when none did,
+// the first failure is the error.
 func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.Server, error) {
 	if sel.ClusterID == "" {
 		return nil, errors.New("exoscale: listing servers needs the cluster ID")
@@ -30,27 +38,19 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 	}
 	started := c.now()
 	filter := selectorLabels(sel)
+	lists, failed := c.listEachZone(ctx, zones, filter)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(lists) == 0 && len(failed) > 0 {
+		return nil, failed[0]
+	}
 	out := []cloud.Server{}
 	for _, z := range zones {
-		zc, err := c.zoneClient(ctx, z)
-		if err != nil {
-			return nil, err
-		}
-		var list []v3.ListInstancesResponseInstances
-		err = c.call(ctx, "instance.list", func(ctx context.Context) error {
-			resp, err := zc.ListInstances(ctx, v3.ListInstancesWithLabels(labelFilter(filter)))
-			if err == nil {
-				list = resp.Instances
-			}
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range list {
+		for _, it := range lists[z] {
 			// Filter again: should the API ever ignore the filter, this
 			// must still not hand out other Machines' instances.
-			if !matches(it.Labels, filter) {
+			if !matches(it.Labels, filter) || dying(it.State) {
 				continue
 			}
 			d := fromListItem(it, z)
@@ -59,10 +59,123 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 		}
 	}
 	if full && sel.Machine == "" {
+		// Zones that failed are listed again as soon as their wait is
+		// over (listZones): the sweep need not start over for them.
 		c.sweptAt(sel.ClusterID, started)
 	}
 	slices.SortStableFunc(out, func(a, b cloud.Server) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	var partial []*cloud.ZoneError
+	for _, f := range failed {
+		if c.mayHold(f.Zone) {
+			partial = append(partial, f)
+			continue
+		}
+		logf.FromContext(ctx).V(1).Info("A zone no Machine uses could not be listed; it is looked at again later", "zone", f.Zone, "error", f.Err.Error())
+	}
+	if len(partial) > 0 {
+		return out, &cloud.PartialListError{Failed: partial}
+	}
 	return out, nil
+}
+
+// dying reports the states of an instance being destroyed: it will not
+// come back, and whatever looks for a Machine's server must not take it.
+func dying(state v3.InstanceState) bool {
+	switch state {
+	case v3.InstanceStateDestroying, v3.InstanceStateDestroyed, v3.InstanceStateExpunging:
+		return true
+	}
+	return false
+}
+
+// zoneList is what one zone's list answered.
+type zoneList struct {
+	zone  string
+	items []v3.ListInstancesResponseInstances
+	err   error
+}
+
+// listEachZone lists the instances labelled with filter in every zone at
+// once: the lists of the zones that answered, by zone, and the failures
+// of the others (zones.go: a zone that failed lately is not asked, one
+// that keeps the others waiting is given up on).
+func (c *Client) listEachZone(ctx context.Context, zones []string, filter map[string]string) (map[string][]v3.ListInstancesResponseInstances, []*cloud.ZoneError) {
+	lists := map[string][]v3.ListInstancesResponseInstances{}
+	var failed []*cloud.ZoneError
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan zoneList, len(zones))
+	pending := 0
+	for _, z := range zones {
+		if ze := c.zones.downNow(z, c.now()); ze != nil {
+			failed = append(failed, ze)
+			continue
+		}
+		pending++
+		go func() {
+			items, err := c.listZone(callCtx, z, filter)
+			results <- zoneList{zone: z, items: items, err: err}
+		}()
+	}
+	var straggle <-chan time.Time
+	cut := false
+	for pending > 0 {
+		select {
+		case r := <-results:
+			pending--
+			switch {
+			case r.err == nil:
+				c.zones.answered(r.zone)
+				lists[r.zone] = r.items
+			case ctx.Err() != nil:
+				// The caller gave up: no zone's fault.
+			default:
+				err := r.err
+				if cut {
+					err = &cloud.ZoneError{Zone: r.zone, Err: &cloud.RetryableError{Err: fmt.Errorf("%s instance.list: zone %s did not answer within %s of the other zones", displayName, r.zone, stragglerWait)}}
+				}
+				failed = append(failed, c.zones.failed(r.zone, err, c.now()))
+			}
+			if pending > 0 && straggle == nil && !cut && len(lists) > 0 {
+				t := time.NewTimer(stragglerWait)
+				defer t.Stop()
+				straggle = t.C
+			}
+		case <-straggle:
+			cut, straggle = true, nil
+			cancel()
+		}
+	}
+	slices.SortFunc(failed, func(a, b *cloud.ZoneError) int { return strings.Compare(a.Zone, b.Zone) })
+	return lists, failed
+}
+
+// listZone lists the instances labelled with filter in one zone.
+func (c *Client) listZone(ctx context.Context, zone string, filter map[string]string) ([]v3.ListInstancesResponseInstances, error) {
+	zc, err := c.zoneClient(ctx, zone)
+	if err != nil {
+		return nil, &cloud.ZoneError{Zone: zone, Err: err}
+	}
+	var list []v3.ListInstancesResponseInstances
+	err = c.call(ctx, "instance.list", func(ctx context.Context) error {
+		resp, err := zc.ListInstances(ctx, v3.ListInstancesWithLabels(labelFilter(filter)))
+		if err == nil {
+			list = resp.Instances
+		}
+		return err
+	}, inZone(zone))
+	return list, err
+}
+
+// inZone marks the failures of a call to a zone's endpoint as that zone's
+// (cloud.ZoneError), before the account's gate sees them.
+func inZone(zone string) func(error) error {
+	return func(err error) error {
+		if err == nil || cloud.ZoneOf(err) != "" {
+			return err
+		}
+		return &cloud.ZoneError{Zone: zone, Err: err}
+	}
 }
 
 // server describes an instance with what the client knows of its type and
@@ -76,7 +189,10 @@ func (c *Client) server(d *instance) *cloud.Server {
 }
 
 // GetServer reads an instance by ID, in its zone if the client knows it,
-// else in every zone until it is found.
+// else in every zone until it is found. An instance being destroyed is not
+// found. When it is in no zone that answered and some zone failed, that
+// zone's failure is the answer, not ErrNotFound: an instance that cannot be
+// seen is never taken for gone.
 func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error) {
 	if id == "" {
 		return nil, fmt.Errorf("exoscale: server without an ID: %w", cloud.ErrNotFound)
@@ -102,15 +218,29 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 			}
 		}
 	}
+	var zoneErr error
 	for _, z := range zones {
 		d, err := c.getInstance(ctx, z, id)
 		if cloud.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
+			if cloud.ZoneOf(err) != "" && len(zones) > 1 && ctx.Err() == nil {
+				// The other zones may still have it.
+				if zoneErr == nil {
+					zoneErr = err
+				}
+				continue
+			}
 			return nil, err
 		}
+		if dying(d.State) {
+			return nil, fmt.Errorf("exoscale: instance %s is %s: %w", id, d.State, cloud.ErrNotFound)
+		}
 		return c.server(d), nil
+	}
+	if zoneErr != nil {
+		return nil, zoneErr
 	}
 	return nil, fmt.Errorf("exoscale: instance %s: %w", id, cloud.ErrNotFound)
 }
@@ -119,13 +249,13 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 func (c *Client) getInstance(ctx context.Context, zone, id string) (*instance, error) {
 	zc, err := c.zoneClient(ctx, zone)
 	if err != nil {
-		return nil, err
+		return nil, &cloud.ZoneError{Zone: zone, Err: err}
 	}
 	var inst *v3.Instance
 	err = c.call(ctx, "instance.get", func(ctx context.Context) (err error) {
 		inst, err = zc.GetInstance(ctx, v3.UUID(id))
 		return err
-	})
+	}, inZone(zone))
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +297,14 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 	req := createRequest(m, p, r, userData)
 	steps := cloud.CreateSteps{
 		Look: func(ctx context.Context) ([]cloud.Server, error) {
-			return c.ListServers(ctx, cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
+			found, err := c.ListServers(ctx, cloud.Selector{ClusterID: m.ClusterID, Machine: m.Name})
+			var partial *cloud.PartialListError
+			if errors.As(err, &partial) && !partial.Has(p.Zone) {
+				// Another zone fails; the Machine's server is made in
+				// its own, which answered.
+				return found, nil
+			}
+			return found, err
 		},
 		Send: func(ctx context.Context, group string) (*cloud.Server, error) {
 			if group == "" {
@@ -240,7 +377,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	err := c.call(ctx, "instance.create", func(ctx context.Context) (err error) {
 		op, err = r.zone.CreateInstance(ctx, req)
 		return err
-	}, reclassify...)
+	}, append(reclassify, inZone(p.Zone))...)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +461,7 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 	err = c.call(ctx, "instance.delete", func(ctx context.Context) (err error) {
 		op, err = zc.DeleteInstance(ctx, v3.UUID(s.ID))
 		return err
-	})
+	}, inZone(d.Zone))
 	if err != nil && !cloud.IsNotFound(err) {
 		return err
 	}

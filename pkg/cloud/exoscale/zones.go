@@ -2,6 +2,7 @@ package exoscale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -36,7 +37,11 @@ import (
 // one call per zone (eight today) where the usual cluster needs one. An
 // instance the lists miss is never taken for gone: a Machine that records
 // its instance finds it with GetServer, which asks every zone when it does
-// not know the instance's.
+// not know the instance's (and a zone that does not answer is not taken
+// for one that does not have it).
+//
+// A zone whose earlier list failed is listed again too, once its wait is
+// over (below), until it answers.
 const fullSweepEvery = 10 * time.Minute
 
 // zoneSet is a set of zone names, safe for concurrent use.
@@ -67,6 +72,30 @@ func (s *zoneSet) list() []string {
 	return out
 }
 
+// A zone whose endpoint fails (5xx, a timeout, a refusal) must not stop
+// the Machines of the others: the zones of a list are asked at once, a zone
+// that fails is left out of the following lists for a while (1 s, doubling
+// up to zoneMaxWait, or its Retry-After) and reported as failed meanwhile,
+// and a zone still not answering stragglerWait after every other zone has
+// answered is given up on for this list. A failed zone that may hold the
+// cluster's instances (a spec names it, or an instance was seen or made
+// there) makes the list a cloud.PartialListError, which degrades the
+// Machines of that zone only; one that cannot (a zone only a full sweep
+// looks at) is left out quietly, and the sweep is tried again.
+const (
+	zoneMinWait   = time.Second
+	zoneMaxWait   = time.Minute
+	stragglerWait = 5 * time.Second
+)
+
+// zoneDown is a zone whose last list failed, and until when it is left
+// out of lists.
+type zoneDown struct {
+	err   *cloud.ZoneError
+	until time.Time
+	wait  time.Duration
+}
+
 // zoneRouting is what a client knows about where things are.
 type zoneRouting struct {
 	mu      sync.Mutex
@@ -78,6 +107,8 @@ type zoneRouting struct {
 	instance map[string]string
 	// swept is when each cluster's list last covered every zone.
 	swept map[string]time.Time
+	// down are the zones whose last list failed.
+	down map[string]*zoneDown
 }
 
 func (r *zoneRouting) init() {
@@ -85,6 +116,56 @@ func (r *zoneRouting) init() {
 	r.used = newZoneSet()
 	r.instance = map[string]string{}
 	r.swept = map[string]time.Time{}
+	r.down = map[string]*zoneDown{}
+}
+
+// downNow returns the zone's failure while it is left out of lists.
+func (r *zoneRouting) downNow(zone string, now time.Time) *cloud.ZoneError {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d := r.down[zone]; d != nil && now.Before(d.until) {
+		return d.err
+	}
+	return nil
+}
+
+// failed records a failed list of the zone: it is left out of the next
+// lists for twice as long as after its last failure (its Retry-After, if
+// longer).
+func (r *zoneRouting) failed(zone string, err error, now time.Time) *cloud.ZoneError {
+	ze, ok := err.(*cloud.ZoneError)
+	if !ok {
+		ze = &cloud.ZoneError{Zone: zone, Err: err}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.down[zone]
+	if d == nil {
+		d = &zoneDown{}
+		r.down[zone] = d
+	}
+	d.wait = min(max(2*d.wait, zoneMinWait), zoneMaxWait)
+	wait := d.wait
+	var re *cloud.RetryableError
+	if errors.As(err, &re) && re.RetryAfter > wait {
+		wait = re.RetryAfter
+	}
+	d.err, d.until = ze, now.Add(wait)
+	return ze
+}
+
+// answered records a zone that listed again.
+func (r *zoneRouting) answered(zone string) {
+	r.mu.Lock()
+	delete(r.down, zone)
+	r.mu.Unlock()
+}
+
+// mayHold reports whether a cluster's instances may be in the zone: a spec
+// this process parsed names it, or this client made, found or was asked
+// about an instance there.
+func (c *Client) mayHold(zone string) bool {
+	return slices.Contains(c.cloud.zones.list(), zone) || slices.Contains(c.zones.used.list(), zone)
 }
 
 func (r *zoneRouting) seen(id, zone string) {
@@ -188,6 +269,12 @@ func (c *Client) listZones(ctx context.Context, clusterID string) ([]string, boo
 	for _, z := range c.zones.used.list() {
 		want[z] = true
 	}
+	// Zones that failed in a sweep are asked again until they answer.
+	c.zones.mu.Lock()
+	for z := range c.zones.down {
+		want[z] = true
+	}
+	c.zones.mu.Unlock()
 	var out []string
 	for _, z := range all {
 		if want[z] {

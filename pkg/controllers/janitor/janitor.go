@@ -16,6 +16,7 @@ package janitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,8 +52,20 @@ type Options struct {
 	// GroupMinAge is how old an empty group must be before it is
 	// deleted. Default 1 minute.
 	GroupMinAge time.Duration
-	Log         logr.Logger
+	// Linger is how long an account is still swept after its last Machine
+	// and MachineSet are gone (cloud.AccountOptions.Linger, which the
+	// manager sets from it). Default DefaultLinger; negative: not at all.
+	Linger time.Duration
+	Log    logr.Logger
 }
+
+// DefaultLinger is how long the janitor still sweeps an account and its
+// clusters after their last Machine and MachineSet went: long enough for
+// the groups they left (a minute old before they may go, GroupMinAge) and
+// for a cloud that refuses a delete for a while, or still shows a
+// destroyed server in its group; short enough that a cluster torn down is
+// soon left alone.
+const DefaultLinger = 10 * time.Minute
 
 // Janitor sweeps the accounts' clusters.
 //
@@ -146,10 +159,14 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 		for _, cluster := range acc.Clusters() {
 			view := acc.View(cluster)
 			servers, err := view.All(ctx, j.o.Interval)
-			if err != nil {
+			// Some zones could not be listed: what they hold is unknown,
+			// so nothing recorded is forgotten for not being seen.
+			var partial *cloud.PartialListError
+			if err != nil && !errors.As(err, &partial) {
 				keep(err)
 				continue
 			}
+			keep(err)
 			present := map[string]bool{}
 			var found []orphans.Orphan
 			for _, s := range servers {
@@ -179,6 +196,12 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 					continue
 				}
 				if !present[o.ServerID] {
+					if partial != nil {
+						// Perhaps in a zone that did not answer.
+						seen[o.ServerID] = true
+						rep.Orphans = append(rep.Orphans, o)
+						continue
+					}
 					gone = append(gone, o.ServerID)
 					continue
 				}

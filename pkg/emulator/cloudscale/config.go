@@ -19,6 +19,15 @@ type Config struct {
 	// reboot. 0 makes the change immediate.
 	BootTime   time.Duration
 	ActionTime time.Duration
+	// DeleteTime is how long a deleted server is still shown (GET and
+	// lists), "changing", after its DELETE was answered: cloudscale.ch
+	// documents no status of its own for a server being deleted, and its
+	// own Ansible collection waits for a deleted server to be gone. Its
+	// volumes, addresses and floating IPs are released at once (the
+	// vendor's SDK suite deletes a server's network and volumes right after
+	// the server); it stays in its server groups until it is gone. 0 makes
+	// it gone at once.
+	DeleteTime time.Duration
 
 	// StateFile, when set, is loaded at start and rewritten atomically after
 	// every change, so the emulated world survives a restart.

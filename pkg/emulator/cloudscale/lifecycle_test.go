@@ -158,3 +158,31 @@ func TestServerRename(t *testing.T) {
 		t.Fatalf("refused PATCH renamed the server to %q", got)
 	}
 }
+
+// A deleted server is still shown, "changing", for the delete time: what
+// it had attached is released at once, and it is gone after.
+func TestDeletedServerIsShownWhileItGoes(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emu.Config{DeleteTime: 10 * time.Second})
+	s := v.createServer(serverReq("web"))
+	if err := v.client.Servers.Delete(v.ctx, s.UUID); err != nil {
+		t.Fatal(err)
+	}
+	got := v.getServer(s.UUID)
+	if got.Status != "changing" || len(got.Volumes) != 0 || len(got.Interfaces) != 0 {
+		t.Fatalf("a deleted server shows status %q, %d volumes, %d interfaces; want changing, none attached", got.Status, len(got.Volumes), len(got.Interfaces))
+	}
+	if l := v.listServers(); len(l) != 1 {
+		t.Fatalf("the list shows %d servers while one goes, want it", len(l))
+	}
+	// Deleting it again changes nothing.
+	if err := v.client.Servers.Delete(v.ctx, s.UUID); err != nil {
+		t.Fatalf("a second delete: %v", err)
+	}
+	v.clock.Advance(10 * time.Second)
+	if l := v.listServers(); len(l) != 0 {
+		t.Fatalf("the list shows %d servers after the delete time", len(l))
+	}
+	_, err := v.client.Servers.Get(v.ctx, s.UUID)
+	apiError(t, err, 404)
+}

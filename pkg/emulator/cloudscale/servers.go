@@ -256,6 +256,10 @@ func (e *Emulator) deleteServer(c *call) reply {
 	if r != nil {
 		return *r
 	}
+	if s.deleting() {
+		// Already on its way: nothing more to do.
+		return noContent
+	}
 	// The root volume goes with the server; other volumes are detached and
 	// floating IPs unassigned, as on the real cloud.
 	for id, v := range w.Volumes {
@@ -273,9 +277,20 @@ func (e *Emulator) deleteServer(c *call) reply {
 			f.Server = ""
 		}
 	}
-	delete(w.Servers, s.UUID)
+	if e.cfg.DeleteTime <= 0 {
+		delete(w.Servers, s.UUID)
+		return noContent
+	}
+	// Shown a while longer, changing, with nothing attached (settle takes
+	// it away).
+	s.Interfaces = []iface{}
+	s.Status, s.Pending = "changing", &pending{To: "", At: c.now.Add(e.cfg.DeleteTime)}
 	return noContent
 }
+
+// deleting reports a server whose DELETE was answered, still shown until
+// it is gone.
+func (s *server) deleting() bool { return s.Pending != nil && s.Pending.To == "" }
 
 func (e *Emulator) serverAction(action string) handler {
 	return func(c *call) reply {

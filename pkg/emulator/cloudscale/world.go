@@ -171,8 +171,12 @@ func sorted[T resource](m map[string]T) []T {
 
 // settle completes every status change whose time has come.
 func (w *world) settle(now time.Time) {
-	for _, s := range w.Servers {
+	for id, s := range w.Servers {
 		if s.Pending != nil && !now.Before(s.Pending.At) {
+			if s.deleting() {
+				delete(w.Servers, id)
+				continue
+			}
 			s.Status, s.Pending = s.Pending.To, nil
 		}
 	}

@@ -115,6 +115,7 @@ func New(cfg Config) (*Emulator, error) {
 			return map[string]string{"message": msg}
 		},
 		Route:     e.routeName,
+		Zone:      requestZone,
 		AdminAuth: e.adminAuthorized,
 		Echo:      echo,
 	})
@@ -148,6 +149,16 @@ func (e *Emulator) routeName(r *http.Request) string {
 		return rt.Name()
 	}
 	return ""
+}
+
+// requestZone is the zone whose endpoint a request went to ("" for none):
+// fault rules can fail one zone (harness.Rule.Zone).
+func requestZone(r *http.Request) string {
+	zone, _, ok := splitZone(r.URL.Path)
+	if !ok {
+		return ""
+	}
+	return zone
 }
 
 // Routes lists the routes the emulator serves, "METHOD /v2/pattern", in the

@@ -121,3 +121,26 @@ func TestMetricsAndAdminEndpoint(t *testing.T) {
 		t.Errorf("a wrong secret got %d", r3.StatusCode)
 	}
 }
+
+// A fault rule can fail one zone's endpoint: that zone's requests fail (a
+// 403 too, in the API's error shape), the other zones answer.
+func TestFaultsOfOneZone(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusServiceUnavailable, http.StatusForbidden} {
+		v := newEnv(t, emu.Config{Faults: []harness.Rule{{Route: "*", Zone: "de-fra-1", ErrorRate: 1, ErrorStatus: status}}})
+		fra := v.sdk(emu.DefaultAPIKey, emu.DefaultAPISecret, "de-fra-1")
+		vie := v.sdk(emu.DefaultAPIKey, emu.DefaultAPISecret, "at-vie-1")
+		_, err := fra.ListInstances(v.ctx)
+		sentinel := v3.ErrServiceUnavailable
+		if status == http.StatusForbidden {
+			sentinel = v3.ErrForbidden
+		}
+		wantContains(t, apiError(t, err, sentinel), "injected by the emulator")
+		if _, err := vie.ListInstances(v.ctx); err != nil {
+			t.Errorf("%d in de-fra-1: at-vie-1 failed too: %v", status, err)
+		}
+		if _, err := v.client.ListInstances(v.ctx); err != nil {
+			t.Errorf("%d in de-fra-1: the default zone failed too: %v", status, err)
+		}
+	}
+}

@@ -38,6 +38,9 @@ type Options struct {
 	// the API mux's pattern, which cannot express every API's paths (a mux
 	// wildcard is a whole path segment, Exoscale's actions are not).
 	Route func(*http.Request) string
+	// Zone names the zone whose endpoint a request went to, for the fault
+	// rules that name one ("" for none); nil: no request has a zone.
+	Zone func(*http.Request) string
 	// MaxBodyBytes bounds a request's body; a larger one gets 413 in the
 	// cloud's error shape. 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -56,6 +59,7 @@ type Options struct {
 type Harness struct {
 	api       *http.ServeMux
 	route     func(*http.Request) string
+	zone      func(*http.Request) string
 	maxBody   int64
 	adminAuth func(*http.Request) bool
 	echo      func(*http.Request, string) string
@@ -80,6 +84,7 @@ func New(api *http.ServeMux, opts Options) (*Harness, error) {
 	h := &Harness{
 		api:       api,
 		route:     opts.Route,
+		zone:      opts.Zone,
 		maxBody:   opts.MaxBodyBytes,
 		adminAuth: opts.AdminAuth,
 		errorBody: opts.ErrorBody,
@@ -200,13 +205,13 @@ type decision struct {
 	echo *Rule
 }
 
-func (h *Harness) decide(method, route string) decision {
+func (h *Harness) decide(method, route, zone string) decision {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.counts[route]++
 	var d decision
 	for _, r := range h.rules {
-		if !r.matches(method, route) {
+		if !r.matches(method, route, zone) {
 			continue
 		}
 		fired := false
@@ -280,7 +285,11 @@ func (h *Harness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		pattern = r.Method + " " + pattern
 	}
 	h.requests.WithLabelValues(r.Method, pattern).Inc()
-	d := h.decide(r.Method, pattern)
+	zone := ""
+	if h.zone != nil {
+		zone = h.zone(r)
+	}
+	d := h.decide(r.Method, pattern, zone)
 	if d.latency > 0 && !d.limited {
 		timer := time.NewTimer(d.latency)
 		select {

@@ -18,6 +18,12 @@ type Rule struct {
 	// "GET /v1/servers/{uuid}"). Either half may be "*": "POST *" is every
 	// POST, "*" alone is every request.
 	Route string `json:"route"`
+	// Zone, when set, narrows the rule to the requests to that zone's
+	// endpoint (Options.Zone says which that is): one zone of a cloud can
+	// fail while the others answer. A cloud with one endpoint for every
+	// zone (cloudscale.ch) names no zone, and such a rule matches none of
+	// its requests.
+	Zone string `json:"zone,omitempty"`
 
 	// Latency is added before the request is handled.
 	Latency Duration `json:"latency,omitempty"`
@@ -31,8 +37,9 @@ type Rule struct {
 	// ErrorRate is the probability (0..1) that the request fails with
 	// ErrorStatus without being handled at all.
 	ErrorRate float64 `json:"errorRate,omitempty"`
-	// ErrorStatus is the status of injected errors: 500, 502, 503 or 429.
-	// Defaults to 503.
+	// ErrorStatus is the status of injected errors: 500, 502, 503, 504,
+	// 429, or 403 (the request refused, as a policy that leaves out an
+	// operation or a zone refuses it). Defaults to 503.
 	ErrorStatus int `json:"errorStatus,omitempty"`
 	// RetryAfterSeconds is sent as Retry-After with injected 429s (default 1).
 	RetryAfterSeconds int `json:"retryAfterSeconds,omitempty"`
@@ -157,13 +164,13 @@ func (r *Rule) Validate() error {
 		}
 	}
 	switch r.ErrorStatus {
-	case 0, 429, 500, 502, 503, 504:
-	case 400, 401, 403, 422:
+	case 0, 403, 429, 500, 502, 503, 504:
+	case 400, 401, 422:
 		if r.Echo == "" {
 			return fmt.Errorf("errorStatus %d is for echo rules only (an injected refusal that quotes the request)", r.ErrorStatus)
 		}
 	default:
-		return fmt.Errorf("errorStatus must be one of 429, 500, 502, 503, 504 (with echo also 400, 401, 403, 422), got %d", r.ErrorStatus)
+		return fmt.Errorf("errorStatus must be one of 403, 429, 500, 502, 503, 504 (with echo also 400, 401, 422), got %d", r.ErrorStatus)
 	}
 	switch r.Echo {
 	case "", EchoUserData, EchoCredentials:
@@ -188,8 +195,11 @@ func (r *Rule) Validate() error {
 	return nil
 }
 
-func (r *Rule) matches(method, route string) bool {
+func (r *Rule) matches(method, route, zone string) bool {
 	if r.Times > 0 && r.Fired >= r.Times {
+		return false
+	}
+	if r.Zone != "" && r.Zone != zone {
 		return false
 	}
 	if r.Route == "*" {
@@ -227,7 +237,7 @@ func ParseRule(s string) (Rule, error) {
 			continue
 		}
 		switch k {
-		case "route", "latency", "echo":
+		case "route", "latency", "echo", "zone":
 			fields[k] = v
 		default:
 			fields[k] = json.RawMessage(v)
