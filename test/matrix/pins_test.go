@@ -12,16 +12,6 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 )
 
-// repoRoot is two levels above this package.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
 // makefilePins reads the Makefile's MAO_<x>_<y>_VERSION pins by era
 // ("4.16") and its default MATRIX_ERAS.
 func makefilePins(t *testing.T) (map[string]string, []string) {
