@@ -156,7 +156,11 @@ type Exit struct {
 	Reason string
 	// Message is the termination message.
 	Message string
-	At      time.Time
+	// Head is the start of the run's output (5 lines, at most 1 KiB):
+	// what a program says first when it stops at once, e.g. the error
+	// before a usage text that fills the termination message.
+	Head string
+	At   time.Time
 }
 
 func (e Exit) String() string {
@@ -486,10 +490,18 @@ func (p *Pod) Describe() string {
 			fmt.Fprintf(&b, "%s: not running (%s), %d restarts\n", s.Name, s.Waiting, s.Restarts)
 		}
 		if n := len(s.Exits); n > 0 {
-			fmt.Fprintf(&b, "  last exit: %s\n", s.Exits[n-1])
+			e := s.Exits[n-1]
+			fmt.Fprintf(&b, "  last exit: exit code %d (%s); its output began:\n    %s\n  and ended (termination message):\n    %s\n",
+				e.Code, e.Reason, strings.ReplaceAll(strings.TrimSpace(e.Head), "\n", "\n    "), strings.ReplaceAll(strings.TrimSpace(lastLines(e.Message, 5)), "\n", "\n    "))
 		}
 	}
 	return b.String()
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // Skipped names the containers that are not run.

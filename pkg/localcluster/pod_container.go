@@ -252,7 +252,7 @@ func (c *container) runOnce(ctx context.Context) (time.Duration, bool) {
 		return 0, false
 	}
 	fmt.Fprintf(logf, "---- %s: started: %s\n", time.Now().Format(time.RFC3339), strings.Join(argv, " "))
-	tail := &tailBuffer{}
+	tail, head := &tailBuffer{}, &headBuffer{}
 	workDir := c.spec.WorkingDir
 	if workDir == "" {
 		workDir = "/"
@@ -262,8 +262,8 @@ func (c *container) runOnce(ctx context.Context) (time.Duration, bool) {
 		Args:   argv,
 		Env:    env,
 		Dir:    workDir,
-		Stdout: io.MultiWriter(logf, tail),
-		Stderr: io.MultiWriter(logf, tail),
+		Stdout: io.MultiWriter(logf, tail, head),
+		Stderr: io.MultiWriter(logf, tail, head),
 	}
 	cmd.SysProcAttr = sysProcAttr(c.root)
 	started := time.Now()
@@ -326,7 +326,7 @@ func (c *container) runOnce(ctx context.Context) (time.Duration, bool) {
 		msg = tail.tail()
 	}
 	fmt.Fprintf(logf, "---- %s: ended: exit code %d (%s)\n", time.Now().Format(time.RFC3339), code, reason)
-	c.recordExit(Exit{Code: code, Reason: reason, Message: string(msg), At: time.Now()})
+	c.recordExit(Exit{Code: code, Reason: reason, Message: string(msg), Head: head.String(), At: time.Now()})
 	return time.Since(started), code == 0
 }
 
@@ -627,4 +627,26 @@ func sysProcAttr(root string) *syscall.SysProcAttr {
 		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
 	}
 	return a
+}
+
+// headBuffer keeps the start of a container's output: 5 lines, 1 KiB.
+type headBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (h *headBuffer) Write(b []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := 1024 - len(h.buf); room > 0 && bytes.Count(h.buf, []byte("\n")) < 5 {
+		h.buf = append(h.buf, b[:min(len(b), room)]...)
+	}
+	return len(b), nil
+}
+
+func (h *headBuffer) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lines := bytes.SplitAfter(h.buf, []byte("\n"))
+	return string(bytes.Join(lines[:min(len(lines), 5)], nil))
 }

@@ -142,6 +142,9 @@ func TestRunPod(t *testing.T) {
 	if crash.Code != 3 || crash.Reason != "Error" || !strings.Contains(crash.Message, "the last words") {
 		t.Errorf("the crasher's exit: %+v, want code 3 with its last output", crash)
 	}
+	if !strings.HasPrefix(crash.Head, "env FROM_SECRET=\n") || strings.Count(crash.Head, "\n") != 5 {
+		t.Errorf("the crasher's exit: the start of its output is %q, want its first 5 lines", crash.Head)
+	}
 	log, err := os.ReadFile(filepath.Join(dir, "probe", "server.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -83,13 +83,16 @@ func run(t *testing.T, e era, cloud, provider string) *result {
 
 	c.runDeployer()
 	pod := c.runControllers()
-	ms := c.createMachineSet()
-	if ms != nil {
+	if ms := c.createMachineSet(); ms != nil {
 		c.scaleUp(ms)
 		c.checkLinked(ms)
 		c.checkMachineSetStatus(ms, replicas)
 		c.replaceUnhealthy(ms)
 		c.scaleDown(ms)
+	} else {
+		for _, name := range []string{chkScaleUp, chkNodeRef, chkStatus, chkMHC, chkScaleDown} {
+			c.res.skip(name)
+		}
 	}
 	c.checkWebhooks()
 	c.checkStaysUp(pod)
@@ -651,7 +654,8 @@ func exitsOf(pod *localcluster.Pod) []string {
 	var out []string
 	for _, s := range pod.Statuses() {
 		for _, e := range s.Exits {
-			out = append(out, fmt.Sprintf("%s: %s", s.Name, e))
+			out = append(out, fmt.Sprintf("%s: exit code %d (%s); its output began: %s",
+				s.Name, e.Code, e.Reason, strings.ReplaceAll(strings.TrimSpace(e.Head), "\n", " | ")))
 		}
 		if s.Restarts > 0 && len(s.Exits) == 0 {
 			out = append(out, fmt.Sprintf("%s: %d restarts", s.Name, s.Restarts))
