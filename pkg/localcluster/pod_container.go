@@ -180,30 +180,35 @@ func (c *container) terminationLog() string {
 // back-off as its pod's restart policy says.
 func (c *container) supervise(ctx context.Context) {
 	backoff := c.p.o.RestartBackoff
-	for first := true; ; first = false {
-		if !first {
-			c.p.mu.Lock()
-			c.restarts++
-			c.p.mu.Unlock()
-		}
-		ran, ok := c.runOnce(ctx)
+	everStarted := false
+	for {
+		ran, ok, started := c.runOnce(ctx, everStarted)
+		everStarted = everStarted || started
 		if ctx.Err() != nil || c.stopping() {
 			return
 		}
-		policy := c.p.pod.Spec.RestartPolicy
-		if policy == corev1.RestartPolicyNever || (policy == corev1.RestartPolicyOnFailure && ok) {
-			return
+		wait := backoff
+		switch {
+		case !started:
+			// not created (its config could not be made): tried
+			// again, as the kubelet does, without counting a restart
+			wait = 2 * time.Second
+		default:
+			policy := c.p.pod.Spec.RestartPolicy
+			if policy == corev1.RestartPolicyNever || (policy == corev1.RestartPolicyOnFailure && ok) {
+				return
+			}
+			if ran >= 2*maxBackoff {
+				backoff, wait = c.p.o.RestartBackoff, c.p.o.RestartBackoff
+			}
+			c.setWaiting("CrashLoopBackOff: back-off " + wait.String() + " restarting the failed container")
+			backoff = min(2*backoff, maxBackoff)
 		}
-		if ran >= 2*maxBackoff {
-			backoff = c.p.o.RestartBackoff
-		}
-		c.setWaiting("CrashLoopBackOff: back-off " + backoff.String() + " restarting the failed container")
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
@@ -221,13 +226,14 @@ func (c *container) setWaiting(reason string) {
 }
 
 // runOnce starts the process and waits for it to end; it returns how long
-// it ran and whether it ended with code 0.
-func (c *container) runOnce(ctx context.Context) (time.Duration, bool) {
+// it ran, whether it ended with code 0, and whether it started at all (a
+// start counts as a restart when an earlier one happened).
+func (c *container) runOnce(ctx context.Context, restart bool) (time.Duration, bool, bool) {
 	env, err := c.p.env(ctx, c.spec)
 	if err != nil {
 		c.setWaiting("CreateContainerConfigError: " + err.Error())
 		c.p.o.Log.Info("container not started", "pod", c.p.Name, "container", c.spec.Name, "error", err.Error())
-		return 0, false
+		return 0, false, false
 	}
 	lookup := func(k string) (string, bool) {
 		for _, kv := range env {
@@ -244,12 +250,12 @@ func (c *container) runOnce(ctx context.Context) (time.Duration, bool) {
 	logf, err := os.OpenFile(c.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		c.setWaiting("RunContainerError: " + err.Error())
-		return 0, false
+		return 0, false, false
 	}
 	defer logf.Close()
 	if err := os.WriteFile(c.terminationLog(), nil, 0o666); err != nil {
 		c.setWaiting("RunContainerError: " + err.Error())
-		return 0, false
+		return 0, false, false
 	}
 	fmt.Fprintf(logf, "---- %s: started: %s\n", time.Now().Format(time.RFC3339), strings.Join(argv, " "))
 	tail, head := &tailBuffer{}, &headBuffer{}
@@ -267,9 +273,14 @@ func (c *container) runOnce(ctx context.Context) (time.Duration, bool) {
 	}
 	cmd.SysProcAttr = sysProcAttr(c.root)
 	started := time.Now()
+	if restart {
+		c.p.mu.Lock()
+		c.restarts++
+		c.p.mu.Unlock()
+	}
 	if err := cmd.Start(); err != nil {
 		c.recordExit(Exit{Code: 128, Reason: "StartError", Message: err.Error(), At: time.Now()})
-		return 0, false
+		return 0, false, true
 	}
 	exited := make(chan struct{})
 	c.p.mu.Lock()
@@ -327,7 +338,7 @@ func (c *container) runOnce(ctx context.Context) (time.Duration, bool) {
 	}
 	fmt.Fprintf(logf, "---- %s: ended: exit code %d (%s)\n", time.Now().Format(time.RFC3339), code, reason)
 	c.recordExit(Exit{Code: code, Reason: reason, Message: string(msg), Head: head.String(), At: time.Now()})
-	return time.Since(started), code == 0
+	return time.Since(started), code == 0, true
 }
 
 func (c *container) recordExit(e Exit) {

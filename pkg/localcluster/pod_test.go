@@ -97,6 +97,13 @@ func TestRunPod(t *testing.T) {
 				Name: "crasher", Image: "podprobe:1", Command: []string{"/podprobe"}, Args: []string{"crash"},
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			},
+			{
+				// its env names a Secret that comes later: not created
+				// until then, and no restart counted
+				Name: "waiter", Image: "podprobe:1", Command: []string{"/podprobe"}, Args: []string{"serve"},
+				Env: []corev1.EnvVar{{Name: "LATE", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "late"}, Key: "a"}}},
+					{Name: "PORT", Value: strconv.Itoa(freePort(t))}},
+			},
 			{Name: "sidecar", Image: "registry.example/sidecar:1"},
 		},
 		Volumes: []corev1.Volume{
@@ -131,6 +138,20 @@ func TestRunPod(t *testing.T) {
 	}
 	if p.Ready() {
 		t.Error("the pod is Ready while a container crashes")
+	}
+	if s := status("waiter"); s.Running || s.Restarts != 0 || !strings.HasPrefix(s.Waiting, "CreateContainerConfigError") {
+		t.Errorf("the container whose Secret is missing: %+v, want waiting in CreateContainerConfigError, no restarts", s)
+	}
+	if err := create(ctx, cs.CoreV1().Secrets(ns).Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "late"}, StringData: map[string]string{"a": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !status("waiter").Ready; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the container did not start once its Secret was there:\n%s", p.Describe())
+		}
+	}
+	if s := status("waiter"); s.Restarts != 0 {
+		t.Errorf("the container whose Secret came late counts %d restarts, want 0", s.Restarts)
 	}
 	if s := status("sidecar"); !s.Skipped || !s.Ready {
 		t.Errorf("the sidecar without a binary: %+v, want skipped and counted ready", s)
