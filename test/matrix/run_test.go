@@ -643,7 +643,11 @@ func (c *cell) checkStaysUp(pod *localcluster.Pod) {
 		return
 	}
 	if exits := exitsOf(pod); len(exits) > 0 {
-		c.res.fail(chkStaysUp, fmt.Sprintf("%d exits", len(exits)), strings.Join(exits, "\n"))
+		n := 0
+		for _, s := range pod.Statuses() {
+			n += len(s.Exits)
+		}
+		c.res.fail(chkStaysUp, fmt.Sprintf("%d exits", n), strings.Join(exits, "\n"))
 		return
 	}
 	c.res.pass(chkStaysUp, "0 restarts")
@@ -653,9 +657,10 @@ func (c *cell) checkStaysUp(pod *localcluster.Pod) {
 func exitsOf(pod *localcluster.Pod) []string {
 	var out []string
 	for _, s := range pod.Statuses() {
-		for _, e := range s.Exits {
-			out = append(out, fmt.Sprintf("%s: exit code %d (%s); its output began: %s",
-				s.Name, e.Code, e.Reason, strings.ReplaceAll(strings.TrimSpace(e.Head), "\n", " | ")))
+		if n := len(s.Exits); n > 0 {
+			e := s.Exits[n-1]
+			out = append(out, fmt.Sprintf("%s: %d exits, the last with code %d (%s); its output began: %s",
+				s.Name, n, e.Code, e.Reason, strings.ReplaceAll(strings.TrimSpace(e.Head), "\n", " | ")))
 		}
 		if s.Restarts > 0 && len(s.Exits) == 0 {
 			out = append(out, fmt.Sprintf("%s: %d restarts", s.Name, s.Restarts))
