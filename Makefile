@@ -24,6 +24,15 @@ KUSTOMIZE_OC_VERSION ?= v5.0.1
 CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 # Served only as pseudo-versions (a commit of kubernetes/autoscaler master).
 CLUSTER_AUTOSCALER_VERSION ?= v0.0.0-20250613073258-1959f5f61f6c
+# The machine-api-operator's controllers of the OpenShift eras `make matrix`
+# runs (hack/tools/mao/mao-<era>.mod): the 4.16 and 4.18 lines (the versions
+# openshift/machine-api-provider-aws pins on release-4.16 and release-4.18)
+# and the version go.mod pins (4.21). pkg/controllers/deployer/releases.go
+# names the same (Matrix); test/matrix fails when they differ.
+MAO_4_16_VERSION ?= v0.2.1-0.20240125175440-c9de8bda0dd1
+MAO_4_18_VERSION ?= v0.2.1-0.20240924110326-1efafa4a6615
+MAO_4_21_VERSION ?= v0.2.1-0.20251115003740-026e9dff6a1c
+MATRIX_ERAS      ?= 4.16 4.18 4.21
 
 GO        ?= go
 BIN_DIR   := $(CURDIR)/bin
@@ -209,13 +218,34 @@ IMAGE_COMMIT      ?= $(shell git log -1 --format=%H -- . ':(exclude)config/image
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct $(IMAGE_COMMIT))
 IMAGE_LDFLAGS     := -s -w -buildid=
 .PHONY: image
-image:
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) \
-		$(GO) build -trimpath -buildvcs=false -ldflags '$(IMAGE_LDFLAGS)' -o $(IMAGE_BIN) ./cmd/machine-api-provider
+image: $(IMAGE_BIN)
 	cd hack/image && GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) run . \
 		--binary $(IMAGE_BIN) --arch $(IMAGE_ARCH) --name $(IMAGE) \
 		--source-date-epoch $(SOURCE_DATE_EPOCH) --revision $(IMAGE_COMMIT) \
 		--output $(IMAGE_TAR) --digest-file $(IMAGE_TAR).digest
+
+# The image's static binary (also what `make matrix` runs as the provider's
+# image). Always handed to go build, which knows whether anything changed.
+.PHONY: $(IMAGE_BIN)
+$(IMAGE_BIN):
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) \
+		$(GO) build -trimpath -buildvcs=false -ldflags '$(IMAGE_LDFLAGS)' -o $(IMAGE_BIN) ./cmd/machine-api-provider
+
+# The Machine API controllers of three OpenShift eras (MATRIX_ERAS: 4.16,
+# 4.18, 4.21), each era's own binaries built from its machine-api-operator
+# version into bin/mao-<era>/, against a local control plane with that era's
+# CRDs and webhooks, on each cloud's emulator (CLOUD: one cloud): the
+# install of config/overlays/<cloud> with exactly its RBAC, the deployer's pod
+# and then the controllers' pod it renders, each run by the pod runner
+# (pkg/localcluster/pod.go) as its service account, the provider being the
+# image's static binary. A table of era x cloud x check at the end; it fails
+# on any container exit, failed check or request refused by RBAC (test/matrix).
+MATRIX_TIMEOUT ?= 90m
+MATRIX_CLOUDS   = $(if $(filter command line environment,$(origin CLOUD)),$(CLOUD))
+.PHONY: matrix
+matrix: tools $(foreach e,$(MATRIX_ERAS),mao-$(e)) $(IMAGE_BIN)
+	MATRIX=1 MATRIX_ERAS="$(MATRIX_ERAS)" CLOUD=$(MATRIX_CLOUDS) MATRIX_PROVIDER=$(IMAGE_BIN) \
+		KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout $(MATRIX_TIMEOUT) -run '^TestMatrix$$' ./test/matrix/
 
 # ---------------------------------------------------------------------------
 # Releases and the OLM bundle (docs/releasing.md).
@@ -500,6 +530,46 @@ $(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_V
 	$(GO) mod edit -replace=$(CLUSTER_AUTOSCALER_MODULE)=$$build/src $$build/go.mod && \
 	echo "cluster-autoscaler: go build against $${build#$(CURDIR)/}/src" && \
 	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -modfile=$$build/go.mod -tags clusterapi -ldflags "-s -w" -o $@ .
+	@touch $@
+
+# The machine-api-operator's controllers of each OpenShift era `make matrix`
+# runs, into bin/mao-<era>/ as the operator's image holds them (its
+# Dockerfile: /machineset-controller, /nodelink-controller,
+# /machine-healthcheck), static (CGO_ENABLED=0: the pod runner runs them
+# chrooted), with the version stamped as the operator's Makefile does; beside
+# them webhooks (prints the Machine and MachineSet webhook configurations the
+# era's operator installs) and install/, the era's manifests (its Machine API
+# CRDs, the webhook and metrics Services, the kube-rbac-proxy ConfigMap).
+# One wrapper module, hack/tools/mao, with a module file per era
+# (-modfile=mao-<era>.mod); a new pin or module file rebuilds the era.
+MAO_MODULE := github.com/openshift/machine-api-operator
+MAO_DIR    := $(TOOLS_DIR)/mao
+MAO_CMDS   := $(MAO_MODULE)/cmd/machineset $(MAO_MODULE)/cmd/nodelink-controller $(MAO_MODULE)/cmd/machine-healthcheck
+mao-version = $(MAO_$(subst .,_,$(1))_VERSION)
+MAO_BINS   := $(foreach e,$(MATRIX_ERAS),$(BIN_DIR)/mao-$(e)/machineset-controller)
+
+.PHONY: $(addprefix mao-,$(MATRIX_ERAS))
+$(addprefix mao-,$(MATRIX_ERAS)): mao-%: $(BIN_DIR)/mao-%/machineset-controller
+
+.SECONDEXPANSION:
+$(MAO_BINS): $(BIN_DIR)/mao-%/machineset-controller: $$(BIN_DIR)/.mao-%-$$(call mao-version,$$*).stamp \
+		$(MAO_DIR)/mao-%.mod $(MAO_DIR)/mao-%.sum $(MAO_DIR)/webhooks/main.go
+	@if [[ -z "$(call mao-version,$*)" ]]; then echo "error: no MAO_$(subst .,_,$*)_VERSION in the Makefile for the era $*" >&2; exit 1; fi
+	@got=$$(cd $(MAO_DIR) && $(GO) list -modfile=mao-$*.mod -m -f '{{.Version}}' $(MAO_MODULE)); \
+	if [[ "$$got" != "$(call mao-version,$*)" ]]; then \
+		echo "error: $(MAO_DIR)/mao-$*.mod pins $(MAO_MODULE) $$got but the Makefile wants $(call mao-version,$*);" \
+			"update it (cd $(MAO_DIR) && GOFLAGS=-mod=mod go get -modfile=mao-$*.mod $(MAO_MODULE)/cmd/machineset@$(call mao-version,$*) && go mod tidy -modfile=mao-$*.mod)." >&2; \
+		exit 1; \
+	fi
+	@out=$(BIN_DIR)/mao-$* && rm -rf $$out.tmp && mkdir -p $$out.tmp && \
+	cd $(MAO_DIR) && \
+	echo "mao-$*: go build $(MAO_MODULE)@$(call mao-version,$*)" && \
+	CGO_ENABLED=0 GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -modfile=mao-$*.mod \
+		-ldflags "-s -w -X $(MAO_MODULE)/pkg/version.Raw=$(call mao-version,$*)" -o $$out.tmp/ $(MAO_CMDS) ./webhooks && \
+	mv $$out.tmp/machineset $$out.tmp/machineset-controller && \
+	src=$$($(GO) list -modfile=mao-$*.mod -m -f '{{.Dir}}' $(MAO_MODULE)) && \
+	cp -R $$src/install $$out.tmp/install && chmod -R u+w $$out.tmp/install && \
+	rm -rf $$out && mv $$out.tmp $$out
 	@touch $@
 
 # The patches apply exactly (no fuzz, no offset) to the pinned version in the

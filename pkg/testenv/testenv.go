@@ -71,6 +71,23 @@ func ClusterVersionCRD(t testing.TB) string {
 		"0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml")
 }
 
+// InfrastructureCRD and DNSCRD return the config.openshift.io
+// Infrastructure and DNS CRD manifests (infrastructures/cluster: the
+// platform; dnses/cluster: the base domain, both read by the
+// machine-api-operator's webhooks) of the openshift/api module version in
+// go.mod.
+func InfrastructureCRD(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(openShiftAPIDir(t), "config", "v1", "zz_generated.crd-manifests",
+		"0000_10_config-operator_01_infrastructures-Default.crd.yaml")
+}
+
+// DNSCRD: see InfrastructureCRD.
+func DNSCRD(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(openShiftAPIDir(t), "config", "v1", "zz_generated.crd-manifests", "0000_10_config-operator_01_dnses.crd.yaml")
+}
+
 // openShiftAPIDir is the openshift/api module's directory in the module
 // cache.
 func openShiftAPIDir(t testing.TB) string {
