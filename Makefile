@@ -16,6 +16,8 @@ STATICCHECK_VERSION ?= v0.8.2
 KUSTOMIZE_VERSION   ?= v5.8.2
 # Served only as pseudo-versions (a commit of kubernetes/autoscaler master).
 CLUSTER_AUTOSCALER_VERSION ?= v0.0.0-20250613073258-1959f5f61f6c
+# Served only as pseudo-versions (a commit of openshift/cluster-autoscaler-operator master).
+CLUSTER_AUTOSCALER_OPERATOR_VERSION ?= v0.0.1-0.20260608074635-5c8643284941
 
 GO        ?= go
 BIN_DIR   := $(CURDIR)/bin
@@ -206,15 +208,18 @@ KWOK_BIN    := $(BIN_DIR)/kwok
 KWOK_STAGES := $(BIN_DIR)/kwok-stages.yaml
 LINT_BINS   := $(BIN_DIR)/staticcheck
 CLUSTER_AUTOSCALER_BIN := $(BIN_DIR)/cluster-autoscaler
+CLUSTER_AUTOSCALER_OPERATOR_BIN := $(BIN_DIR)/cluster-autoscaler-operator
+CLUSTER_AUTOSCALER_OPERATOR_MANIFESTS := $(BIN_DIR)/cluster-autoscaler-operator-manifests
 KUSTOMIZE   := $(BIN_DIR)/kustomize
 
-.PHONY: tools kube etcd kwok staticcheck kustomize cluster-autoscaler
-tools: kube etcd kwok staticcheck kustomize cluster-autoscaler
+.PHONY: tools kube etcd kwok staticcheck kustomize cluster-autoscaler cluster-autoscaler-operator
+tools: kube etcd kwok staticcheck kustomize cluster-autoscaler cluster-autoscaler-operator
 kube: $(KUBE_BINS)
 etcd: $(ETCD_BIN)
 kwok: $(KWOK_BIN) $(KWOK_STAGES)
 staticcheck: $(LINT_BINS)
 cluster-autoscaler: $(CLUSTER_AUTOSCALER_BIN)
+cluster-autoscaler-operator: $(CLUSTER_AUTOSCALER_OPERATOR_BIN)
 kustomize: $(KUSTOMIZE)
 
 # $(call check-pin,<wrapper dir>,<module>,<version>): fail if the wrapper
@@ -337,6 +342,38 @@ $(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_V
 	$(GO) mod edit -replace=$(CLUSTER_AUTOSCALER_MODULE)=$$build/src $$build/go.mod && \
 	echo "cluster-autoscaler: go build against $${build#$(CURDIR)/}/src" && \
 	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -modfile=$$build/go.mod -tags clusterapi -ldflags "-s -w" -o $@ .
+	@touch $@
+
+# cluster-autoscaler-operator: OpenShift's operator that turns a
+# ClusterAutoscaler into the cluster-autoscaler's Deployment and
+# MachineAutoscalers into MachineSet annotations; the demo and `make e2e`
+# configure autoscaling through it (pkg/demo/autoscaling.go). Its main
+# package is cmd/manager, built from the module as pinned; the wrapper's
+# go.mod says why it needs one replace. Beside the binary, the recipe copies
+# the pinned module's install/ manifests (CRDs, RBAC, the operator's own
+# Deployment and Service), which the demo applies as the cluster-version
+# operator would, and the two monitoring.coreos.com CRDs the operator writes
+# to (ServiceMonitor, PrometheusRule), from the prometheus-operator module of
+# the version the operator's go.mod uses: one pin for all three.
+CLUSTER_AUTOSCALER_OPERATOR_MODULE := github.com/openshift/cluster-autoscaler-operator
+PROMETHEUS_OPERATOR_MODULE         := github.com/prometheus-operator/prometheus-operator
+$(CLUSTER_AUTOSCALER_OPERATOR_BIN): $(BIN_DIR)/.cluster-autoscaler-operator-$(CLUSTER_AUTOSCALER_OPERATOR_VERSION).stamp \
+		$(TOOLS_DIR)/cluster-autoscaler-operator/go.mod $(TOOLS_DIR)/cluster-autoscaler-operator/go.sum
+	$(call check-pin,$(TOOLS_DIR)/cluster-autoscaler-operator,$(CLUSTER_AUTOSCALER_OPERATOR_MODULE),$(CLUSTER_AUTOSCALER_OPERATOR_VERSION))
+	@cd $(TOOLS_DIR)/cluster-autoscaler-operator && \
+	$(GO) mod download $(CLUSTER_AUTOSCALER_OPERATOR_MODULE) && \
+	src=$$($(GO) list -m -f '{{.Dir}}' $(CLUSTER_AUTOSCALER_OPERATOR_MODULE)) && \
+	prom=$$($(GO) list -m -f '{{.Version}}' $(PROMETHEUS_OPERATOR_MODULE)/pkg/apis/monitoring) && \
+	promdir=$$(cd / && $(GO) mod download -json $(PROMETHEUS_OPERATOR_MODULE)@$$prom | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
+	test -n "$$promdir" && \
+	out=$(CLUSTER_AUTOSCALER_OPERATOR_MANIFESTS) && rm -rf $$out && mkdir -p $$out/monitoring && \
+	install -m 0644 $$src/install/*.yaml $$out/ && \
+	install -m 0644 $$promdir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml \
+		$$promdir/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml $$out/monitoring/ && \
+	echo "cluster-autoscaler-operator: manifests of $(CLUSTER_AUTOSCALER_OPERATOR_VERSION) and prometheus-operator $$prom in $${out#$(CURDIR)/}" && \
+	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build \
+		-ldflags "-s -w -X $(CLUSTER_AUTOSCALER_OPERATOR_MODULE)/pkg/version.Raw=$(CLUSTER_AUTOSCALER_OPERATOR_VERSION)" \
+		-o $@ $(CLUSTER_AUTOSCALER_OPERATOR_MODULE)/cmd/manager
 	@touch $@
 
 # The patches apply exactly (no fuzz, no offset) to the pinned version in the
