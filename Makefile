@@ -351,10 +351,12 @@ $(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_V
 # package is cmd/manager, built from the module as pinned; the wrapper's
 # go.mod says why it needs one replace. Beside the binary, the recipe copies
 # the pinned module's install/ manifests (CRDs, RBAC, the operator's own
-# Deployment and Service), which the demo applies as the cluster-version
-# operator would, and the two monitoring.coreos.com CRDs the operator writes
-# to (ServiceMonitor, PrometheusRule), from the prometheus-operator module of
-# the version the operator's go.mod uses: one pin for all three.
+# Deployment and Service) and image-references (which image is which
+# binary), which the demo applies as the cluster-version operator would, and
+# the two monitoring.coreos.com CRDs the operator writes to (ServiceMonitor,
+# PrometheusRule), from the prometheus-operator module of the version the
+# operator's go.mod uses: one pin for all three. Static (CGO_ENABLED=0), as
+# in its image: it runs as a pod's container (pkg/localcluster).
 CLUSTER_AUTOSCALER_OPERATOR_MODULE := github.com/openshift/cluster-autoscaler-operator
 PROMETHEUS_OPERATOR_MODULE         := github.com/prometheus-operator/prometheus-operator
 $(CLUSTER_AUTOSCALER_OPERATOR_BIN): $(BIN_DIR)/.cluster-autoscaler-operator-$(CLUSTER_AUTOSCALER_OPERATOR_VERSION).stamp \
@@ -367,11 +369,11 @@ $(CLUSTER_AUTOSCALER_OPERATOR_BIN): $(BIN_DIR)/.cluster-autoscaler-operator-$(CL
 	promdir=$$(cd / && $(GO) mod download -json $(PROMETHEUS_OPERATOR_MODULE)@$$prom | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
 	test -n "$$promdir" && \
 	out=$(CLUSTER_AUTOSCALER_OPERATOR_MANIFESTS) && rm -rf $$out && mkdir -p $$out/monitoring && \
-	install -m 0644 $$src/install/*.yaml $$out/ && \
+	install -m 0644 $$src/install/*.yaml $$src/install/image-references $$out/ && \
 	install -m 0644 $$promdir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml \
 		$$promdir/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml $$out/monitoring/ && \
 	echo "cluster-autoscaler-operator: manifests of $(CLUSTER_AUTOSCALER_OPERATOR_VERSION) and prometheus-operator $$prom in $${out#$(CURDIR)/}" && \
-	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build \
+	CGO_ENABLED=0 GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build \
 		-ldflags "-s -w -X $(CLUSTER_AUTOSCALER_OPERATOR_MODULE)/pkg/version.Raw=$(CLUSTER_AUTOSCALER_OPERATOR_VERSION)" \
 		-o $@ $(CLUSTER_AUTOSCALER_OPERATOR_MODULE)/cmd/manager
 	@touch $@
