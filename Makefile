@@ -313,13 +313,18 @@ $(KWOK_STAGES): $(BIN_DIR)/.kwok-$(KWOK_VERSION).stamp $(TOOLS_DIR)/kwok/go.mod 
 # plain pin. A patch that no longer applies fails the build and says what to
 # do. The stamp's name carries a checksum of the patches, so changing, adding or
 # removing one rebuilds, as a new pin does.
+#
+# Static (CGO_ENABLED=0, as upstream builds its image): the demo runs it as
+# the container of the Deployment the cluster-autoscaler-operator renders,
+# in a root of its own that has no libraries (pkg/localcluster). "static" is
+# in the stamp's name so that an older dynamic build is replaced.
 CLUSTER_AUTOSCALER_MODULE  := k8s.io/autoscaler/cluster-autoscaler
 CLUSTER_AUTOSCALER_PATCHES := $(sort $(wildcard $(TOOLS_DIR)/cluster-autoscaler/patches/*.patch))
 CLUSTER_AUTOSCALER_PATCH_HASH := $(if $(CLUSTER_AUTOSCALER_PATCHES),$(shell cat $(CLUSTER_AUTOSCALER_PATCHES) | cksum | cut -d' ' -f1),unpatched)
 CLUSTER_AUTOSCALER_BUILD   := $(BIN_DIR)/cluster-autoscaler-build
 
 $(CLUSTER_AUTOSCALER_BIN): export GONOSUMDB := k8s.io/autoscaler
-$(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_VERSION)-$(CLUSTER_AUTOSCALER_PATCH_HASH).stamp \
+$(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_VERSION)-$(CLUSTER_AUTOSCALER_PATCH_HASH)-static.stamp \
 		$(TOOLS_DIR)/cluster-autoscaler/go.mod $(TOOLS_DIR)/cluster-autoscaler/go.sum \
 		$(TOOLS_DIR)/cluster-autoscaler/main.go $(CLUSTER_AUTOSCALER_PATCHES)
 	$(call check-pin,$(TOOLS_DIR)/cluster-autoscaler,$(CLUSTER_AUTOSCALER_MODULE),$(CLUSTER_AUTOSCALER_VERSION))
@@ -341,7 +346,7 @@ $(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_V
 	cp go.mod $$build/go.mod && cp go.sum $$build/go.sum && \
 	$(GO) mod edit -replace=$(CLUSTER_AUTOSCALER_MODULE)=$$build/src $$build/go.mod && \
 	echo "cluster-autoscaler: go build against $${build#$(CURDIR)/}/src" && \
-	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -modfile=$$build/go.mod -tags clusterapi -ldflags "-s -w" -o $@ .
+	CGO_ENABLED=0 GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -modfile=$$build/go.mod -tags clusterapi -ldflags "-s -w" -o $@ .
 	@touch $@
 
 # cluster-autoscaler-operator: OpenShift's operator that turns a
