@@ -3,7 +3,9 @@
 // controller-runtime's envtest, which also makes the certificates),
 // kube-controller-manager, kube-scheduler and kwok, which plays the kubelet
 // of every Node marked for it. The demo and the end-to-end tests stand the
-// whole autoscaling loop up on it.
+// whole autoscaling loop up on it. RunNode and RunPod (pod.go) play the
+// kubelet of this machine for real binaries: a Deployment's pod run with
+// exactly its commands, environment, mounts and service account.
 package localcluster
 
 import (
@@ -34,6 +36,9 @@ type Options struct {
 	// NodeMonitorGracePeriod is how long a Node may miss heartbeats before
 	// it is NotReady (default 20s; Kubernetes' own is 40s).
 	NodeMonitorGracePeriod time.Duration
+	// APIServerArgs are further kube-apiserver flags, by name without the
+	// dashes; each value is appended (e.g. "audit-log-path": {path}).
+	APIServerArgs map[string][]string
 }
 
 // Cluster is a running control plane.
@@ -68,6 +73,10 @@ func Start(o Options) (*Cluster, error) {
 		ControlPlaneStopTimeout:  time.Minute,
 	}
 	c.env.ControlPlane.GetAPIServer().Path = filepath.Join(o.BinDir, "kube-apiserver")
+	args := c.env.ControlPlane.GetAPIServer().Configure()
+	for name, values := range o.APIServerArgs {
+		args.Append(name, values...)
+	}
 	c.env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(o.BinDir, "etcd")}
 	cfg, err := c.env.Start()
 	if err != nil {
