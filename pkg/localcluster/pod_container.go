@@ -87,6 +87,11 @@ func (p *Pod) newContainer(spec *corev1.Container) (*container, error) {
 		}
 	}
 	c.binary = filepath.Join(dir, filepath.FromSlash(spec.Command[0]))
+	// The file itself, not a symlink to it, goes into the root (a link
+	// to a symlink would point outside).
+	if real, err := filepath.EvalSymlinks(c.binary); err == nil {
+		c.binary = real
+	}
 	if err := checkStatic(c.binary); err != nil {
 		return nil, fmt.Errorf("container %s (image %s): %w", spec.Name, spec.Image, err)
 	}
