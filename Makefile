@@ -103,7 +103,7 @@ CLOUD      ?=
 DEMO_FLAGS ?=
 .PHONY: demo
 demo: tools build
-	@echo "make demo: the first run builds the control plane and the cluster-autoscaler into bin/ (minutes); later runs start at once."
+	@echo "make demo: the first run builds the control plane, the cluster-autoscaler and its operator into bin/ (minutes); later runs start at once."
 	$(BIN_DIR)/machine-api-provider demo --bin-dir $(BIN_DIR) --cloud $(or $(CLOUD),cloudscale) $(DEMO_FLAGS)
 
 # The same loop, asserted, on every cloud (`make e2e CLOUD=exoscale`: on that

@@ -160,7 +160,7 @@ func runDemo(ctx context.Context, out io.Writer, o demo.Options, instanceType, c
 	if !keep {
 		return nil
 	}
-	step("the cluster stays up; explore it with\n    export KUBECONFIG=%s\n    kubectl get machinesets,machines -n %s\nCtrl-C stops everything and removes it", e.Cluster.Kubeconfig, demo.Namespace)
+	step("the cluster stays up; explore it with\n    export KUBECONFIG=%s\n    kubectl get machinesets,machines,machineautoscalers,clusterautoscalers,deployments,pods -n %s\nCtrl-C stops everything and removes it", e.Cluster.Kubeconfig, demo.Namespace)
 	<-ctx.Done()
 	return nil
 }

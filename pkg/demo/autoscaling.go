@@ -10,6 +10,12 @@ package demo
 // in place of its image and nothing else changed; and it writes each
 // MachineAutoscaler's bounds onto its MachineSet as the min/max
 // annotations the autoscaler reads.
+//
+// The pods share this machine's network: the operator listens on :8443
+// (webhooks) and 127.0.0.1:9191 (metrics), the autoscaler on :8085. Two
+// environments with autoscaling cannot run at once on one machine, nor
+// beside another user of those ports (`make matrix`'s machineset
+// controllers serve on :8443 too).
 
 import (
 	"context"
