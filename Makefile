@@ -33,6 +33,8 @@ MAO_4_16_VERSION ?= v0.2.1-0.20240125175440-c9de8bda0dd1
 MAO_4_18_VERSION ?= v0.2.1-0.20240924110326-1efafa4a6615
 MAO_4_21_VERSION ?= v0.2.1-0.20251115003740-026e9dff6a1c
 MATRIX_ERAS      ?= 4.16 4.18 4.21
+# Served only as pseudo-versions (a commit of openshift/cluster-autoscaler-operator master).
+CLUSTER_AUTOSCALER_OPERATOR_VERSION ?= v0.0.1-0.20260608074635-5c8643284941
 
 GO        ?= go
 BIN_DIR   := $(CURDIR)/bin
@@ -127,7 +129,7 @@ CLOUD      ?=
 DEMO_FLAGS ?=
 .PHONY: demo
 demo: tools build
-	@echo "make demo: the first run builds the control plane and the cluster-autoscaler into bin/ (minutes); later runs start at once."
+	@echo "make demo: the first run builds the control plane, the cluster-autoscaler and its operator into bin/ (minutes); later runs start at once."
 	$(BIN_DIR)/machine-api-provider demo --bin-dir $(BIN_DIR) --cloud $(or $(CLOUD),cloudscale) $(DEMO_FLAGS)
 
 # The same loop, asserted, on every cloud (`make e2e CLOUD=exoscale`: on that
@@ -363,18 +365,21 @@ KWOK_BIN    := $(BIN_DIR)/kwok
 KWOK_STAGES := $(BIN_DIR)/kwok-stages.yaml
 LINT_BINS   := $(BIN_DIR)/staticcheck
 CLUSTER_AUTOSCALER_BIN := $(BIN_DIR)/cluster-autoscaler
+CLUSTER_AUTOSCALER_OPERATOR_BIN := $(BIN_DIR)/cluster-autoscaler-operator
+CLUSTER_AUTOSCALER_OPERATOR_MANIFESTS := $(BIN_DIR)/cluster-autoscaler-operator-manifests
 KUSTOMIZE   := $(BIN_DIR)/kustomize
 PROMTOOL    := $(BIN_DIR)/promtool
 KUSTOMIZE_OC := $(BIN_DIR)/kustomize-oc
 CYCLONEDX_GOMOD := $(BIN_DIR)/cyclonedx-gomod
 
-.PHONY: tools kube etcd kwok staticcheck kustomize kustomize-oc cyclonedx-gomod cluster-autoscaler promtool
-tools: kube etcd kwok staticcheck kustomize kustomize-oc cyclonedx-gomod cluster-autoscaler promtool
+.PHONY: tools kube etcd kwok staticcheck kustomize kustomize-oc cyclonedx-gomod cluster-autoscaler cluster-autoscaler-operator promtool
+tools: kube etcd kwok staticcheck kustomize kustomize-oc cyclonedx-gomod cluster-autoscaler cluster-autoscaler-operator promtool
 kube: $(KUBE_BINS)
 etcd: $(ETCD_BIN)
 kwok: $(KWOK_BIN) $(KWOK_STAGES)
 staticcheck: $(LINT_BINS)
 cluster-autoscaler: $(CLUSTER_AUTOSCALER_BIN)
+cluster-autoscaler-operator: $(CLUSTER_AUTOSCALER_OPERATOR_BIN)
 kustomize: $(KUSTOMIZE)
 promtool: $(PROMTOOL)
 kustomize-oc: $(KUSTOMIZE_OC)
@@ -501,13 +506,18 @@ $(KWOK_STAGES): $(BIN_DIR)/.kwok-$(KWOK_VERSION).stamp $(TOOLS_DIR)/kwok/go.mod 
 # plain pin. A patch that no longer applies fails the build and says what to
 # do. The stamp's name carries a checksum of the patches, so changing, adding or
 # removing one rebuilds, as a new pin does.
+#
+# Static (CGO_ENABLED=0, as upstream builds its image): the demo runs it as
+# the container of the Deployment the cluster-autoscaler-operator renders,
+# in a root of its own that has no libraries (pkg/localcluster). "static" is
+# in the stamp's name so that an older dynamic build is replaced.
 CLUSTER_AUTOSCALER_MODULE  := k8s.io/autoscaler/cluster-autoscaler
 CLUSTER_AUTOSCALER_PATCHES := $(sort $(wildcard $(TOOLS_DIR)/cluster-autoscaler/patches/*.patch))
 CLUSTER_AUTOSCALER_PATCH_HASH := $(if $(CLUSTER_AUTOSCALER_PATCHES),$(shell cat $(CLUSTER_AUTOSCALER_PATCHES) | cksum | cut -d' ' -f1),unpatched)
 CLUSTER_AUTOSCALER_BUILD   := $(BIN_DIR)/cluster-autoscaler-build
 
 $(CLUSTER_AUTOSCALER_BIN): export GONOSUMDB := k8s.io/autoscaler
-$(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_VERSION)-$(CLUSTER_AUTOSCALER_PATCH_HASH).stamp \
+$(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_VERSION)-$(CLUSTER_AUTOSCALER_PATCH_HASH)-static.stamp \
 		$(TOOLS_DIR)/cluster-autoscaler/go.mod $(TOOLS_DIR)/cluster-autoscaler/go.sum \
 		$(TOOLS_DIR)/cluster-autoscaler/main.go $(CLUSTER_AUTOSCALER_PATCHES)
 	$(call check-pin,$(TOOLS_DIR)/cluster-autoscaler,$(CLUSTER_AUTOSCALER_MODULE),$(CLUSTER_AUTOSCALER_VERSION))
@@ -529,7 +539,41 @@ $(CLUSTER_AUTOSCALER_BIN): $(BIN_DIR)/.cluster-autoscaler-$(CLUSTER_AUTOSCALER_V
 	cp go.mod $$build/go.mod && cp go.sum $$build/go.sum && \
 	$(GO) mod edit -replace=$(CLUSTER_AUTOSCALER_MODULE)=$$build/src $$build/go.mod && \
 	echo "cluster-autoscaler: go build against $${build#$(CURDIR)/}/src" && \
-	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -modfile=$$build/go.mod -tags clusterapi -ldflags "-s -w" -o $@ .
+	CGO_ENABLED=0 GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -modfile=$$build/go.mod -tags clusterapi -ldflags "-s -w" -o $@ .
+	@touch $@
+
+# cluster-autoscaler-operator: OpenShift's operator that turns a
+# ClusterAutoscaler into the cluster-autoscaler's Deployment and
+# MachineAutoscalers into MachineSet annotations; the demo and `make e2e`
+# configure autoscaling through it (pkg/demo/autoscaling.go). Its main
+# package is cmd/manager, built from the module as pinned; the wrapper's
+# go.mod says why it needs one replace. Beside the binary, the recipe copies
+# the pinned module's install/ manifests (CRDs, RBAC, the operator's own
+# Deployment and Service) and image-references (which image is which
+# binary), which the demo applies as the cluster-version operator would, and
+# the two monitoring.coreos.com CRDs the operator writes to (ServiceMonitor,
+# PrometheusRule), from the prometheus-operator module of the version the
+# operator's go.mod uses: one pin for all three. Static (CGO_ENABLED=0), as
+# in its image: it runs as a pod's container (pkg/localcluster).
+CLUSTER_AUTOSCALER_OPERATOR_MODULE := github.com/openshift/cluster-autoscaler-operator
+PROMETHEUS_OPERATOR_MODULE         := github.com/prometheus-operator/prometheus-operator
+$(CLUSTER_AUTOSCALER_OPERATOR_BIN): $(BIN_DIR)/.cluster-autoscaler-operator-$(CLUSTER_AUTOSCALER_OPERATOR_VERSION).stamp \
+		$(TOOLS_DIR)/cluster-autoscaler-operator/go.mod $(TOOLS_DIR)/cluster-autoscaler-operator/go.sum
+	$(call check-pin,$(TOOLS_DIR)/cluster-autoscaler-operator,$(CLUSTER_AUTOSCALER_OPERATOR_MODULE),$(CLUSTER_AUTOSCALER_OPERATOR_VERSION))
+	@cd $(TOOLS_DIR)/cluster-autoscaler-operator && \
+	$(GO) mod download $(CLUSTER_AUTOSCALER_OPERATOR_MODULE) && \
+	src=$$($(GO) list -m -f '{{.Dir}}' $(CLUSTER_AUTOSCALER_OPERATOR_MODULE)) && \
+	prom=$$($(GO) list -m -f '{{.Version}}' $(PROMETHEUS_OPERATOR_MODULE)/pkg/apis/monitoring) && \
+	promdir=$$(cd / && $(GO) mod download -json $(PROMETHEUS_OPERATOR_MODULE)@$$prom | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
+	test -n "$$promdir" && \
+	out=$(CLUSTER_AUTOSCALER_OPERATOR_MANIFESTS) && rm -rf $$out && mkdir -p $$out/monitoring && \
+	install -m 0644 $$src/install/*.yaml $$src/install/image-references $$out/ && \
+	install -m 0644 $$promdir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml \
+		$$promdir/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml $$out/monitoring/ && \
+	echo "cluster-autoscaler-operator: manifests of $(CLUSTER_AUTOSCALER_OPERATOR_VERSION) and prometheus-operator $$prom in $${out#$(CURDIR)/}" && \
+	CGO_ENABLED=0 GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build \
+		-ldflags "-s -w -X $(CLUSTER_AUTOSCALER_OPERATOR_MODULE)/pkg/version.Raw=$(CLUSTER_AUTOSCALER_OPERATOR_VERSION)" \
+		-o $@ $(CLUSTER_AUTOSCALER_OPERATOR_MODULE)/cmd/manager
 	@touch $@
 
 # The machine-api-operator's controllers of each OpenShift era `make matrix`

@@ -29,11 +29,13 @@ func demoCommand() *cobra.Command {
 		Short: "Show the autoscaling loop on this machine: from zero workers to enough and back",
 		Long: `Start a local OpenShift-like control plane with a cloud's emulator (--cloud:
 cloudscale.ch or Exoscale), this provider, the machine-api-operator's MachineSet,
-nodelink and MachineHealthCheck controllers and the real cluster-autoscaler; then
-deploy pods that fit nowhere and watch the autoscaler scale a MachineSet up from
-zero, and back to zero Machines, Nodes and servers when the pods are gone. Needs
-the tools of ` + "`make tools`" + ` in --bin-dir. The terminal shows only the
-progress; everything else logs to demo.log in --dir.`,
+nodelink and MachineHealthCheck controllers and OpenShift's cluster-autoscaler-operator,
+which runs the real cluster-autoscaler from a ClusterAutoscaler; then give the
+worker MachineSet a MachineAutoscaler, deploy pods that fit nowhere and watch the
+autoscaler scale the MachineSet up from zero, and back to zero Machines, Nodes and
+servers when the pods are gone. Needs the tools of ` + "`make tools`" + ` in --bin-dir.
+The terminal shows only the progress; everything else logs to demo.log in --dir,
+and the pods' logs to pods/ there.`,
 		Example: `  machine-api-provider demo --bin-dir bin
   machine-api-provider demo --bin-dir bin --cloud exoscale --keep=false`,
 		Args: cobra.NoArgs,
@@ -84,13 +86,13 @@ progress; everything else logs to demo.log in --dir.`,
 	f.StringVar(&o.Dir, "dir", "", "directory for the kubeconfig and logs (default: a new temporary one)")
 	f.DurationVar(&o.BootTime, "boot-time", 5*time.Second, "how long an emulated server takes to boot")
 	f.DurationVar(&o.RegisterDelay, "register-delay", 3*time.Second, "how long after booting its Node registers")
-	f.DurationVar(&o.ScaleDownUnneeded, "scale-down-unneeded", 20*time.Second, "how long a node must be unneeded before the autoscaler removes it")
-	f.DurationVar(&o.ScaleDownDelayAfterAdd, "scale-down-delay-after-add", 20*time.Second, "how long after a scale-up the autoscaler considers scaling down")
+	f.DurationVar(&o.ScaleDownUnneeded, "scale-down-unneeded", 20*time.Second, "how long a node must be unneeded before the autoscaler removes it (the ClusterAutoscaler's scaleDown.unneededTime)")
+	f.DurationVar(&o.ScaleDownDelayAfterAdd, "scale-down-delay-after-add", 20*time.Second, "how long after a scale-up the autoscaler considers scaling down (scaleDown.delayAfterAdd)")
 	f.StringVar(&instanceType, "instance-type", "", "flavor (cloudscale.ch) or instance type (Exoscale) of the worker MachineSet (default flex-8-4 or standard.large: 4 vCPUs, 8 GiB)")
 	f.StringVar(&instanceType, "flavor", "", "the same as --instance-type")
 	f.StringVar(&cpu, "pod-cpu", "1500m", "CPU each demo pod requests")
 	f.IntVar(&pods, "pods", 6, "pods of the demo workload")
-	f.IntVar(&maxNodes, "max-nodes", 4, "the MachineSet's autoscaling maximum")
+	f.IntVar(&maxNodes, "max-nodes", 4, "the MachineAutoscaler's maximum")
 	f.BoolVar(&keep, "keep", true, "leave the cluster up for exploring after the scenario, until Ctrl-C")
 	return cmd
 }
@@ -101,7 +103,8 @@ func runDemo(ctx context.Context, out io.Writer, o demo.Options, instanceType, c
 	if err != nil {
 		return err
 	}
-	step("starting etcd, kube-apiserver, controller-manager, scheduler, kwok, the %s emulator, the provider, the machine-api controllers and the cluster-autoscaler (logs in %s)", title, o.Dir)
+	step("starting etcd, kube-apiserver, controller-manager, scheduler, kwok, the %s emulator, the provider, the machine-api controllers, the cluster-autoscaler-operator and, from ClusterAutoscaler %s, the cluster-autoscaler (logs in %s)",
+		title, demo.ClusterAutoscalerName, o.Dir)
 	e, err := demo.Start(o)
 	defer func() {
 		step("stopping everything")
@@ -112,9 +115,12 @@ func runDemo(ctx context.Context, out io.Writer, o demo.Options, instanceType, c
 	if err != nil {
 		return err
 	}
-	ms := e.MachineSet(instanceType, 0, maxNodes)
-	step("MachineSet %s on %s: %s, 0 replicas, autoscaling between 0 and %d", ms.Name, title, e.DescribeInstanceType(instanceType), maxNodes)
+	ms := e.MachineSet(instanceType)
+	step("MachineSet %s on %s: %s, 0 replicas; MachineAutoscaler %s: between 0 and %d", ms.Name, title, e.DescribeInstanceType(instanceType), ms.Name, maxNodes)
 	if err := e.Client.Create(ctx, ms); err != nil {
+		return err
+	}
+	if err := e.Client.Create(ctx, e.MachineAutoscaler(0, maxNodes)); err != nil {
 		return err
 	}
 	step("Deployment %s: %d pods of %s CPU each; no worker exists to run them", demo.WorkloadName, pods, cpu)
@@ -154,7 +160,7 @@ func runDemo(ctx context.Context, out io.Writer, o demo.Options, instanceType, c
 	if !keep {
 		return nil
 	}
-	step("the cluster stays up; explore it with\n    export KUBECONFIG=%s\n    kubectl get machinesets,machines -n %s\nCtrl-C stops everything and removes it", e.Cluster.Kubeconfig, demo.Namespace)
+	step("the cluster stays up; explore it with\n    export KUBECONFIG=%s\n    kubectl get machinesets,machines,machineautoscalers,clusterautoscalers,deployments,pods -n %s\nCtrl-C stops everything and removes it", e.Cluster.Kubeconfig, demo.Namespace)
 	<-ctx.Done()
 	return nil
 }

@@ -8,8 +8,11 @@ import (
 )
 
 // openShiftCRDs are the CRDs an OpenShift cluster has that the Machine API
-// needs: Machine, MachineSet, MachineHealthCheck and Infrastructure, as the
-// openshift/api module in go.mod defines them.
+// and the cluster-autoscaler-operator need, as the openshift/api module in
+// go.mod defines them: Machine, MachineSet, MachineHealthCheck; the
+// Infrastructure; and the ClusterVersion, FeatureGate, APIServer and
+// ClusterOperator the operator reads and writes (openshift.go makes the
+// objects).
 func openShiftCRDs() ([]string, error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
 	if err != nil {
@@ -23,5 +26,9 @@ func openShiftCRDs() ([]string, error) {
 		filepath.Join(machine, "0000_10_machine-api_01_machinesets-Default.crd.yaml"),
 		filepath.Join(machine, "0000_10_machine-api_01_machinehealthchecks.crd.yaml"),
 		filepath.Join(config, "0000_10_config-operator_01_infrastructures-Default.crd.yaml"),
+		filepath.Join(config, "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml"),
+		filepath.Join(config, "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
+		filepath.Join(config, "0000_10_config-operator_01_featuregates.crd.yaml"),
+		filepath.Join(config, "0000_10_config-operator_01_apiservers-Default.crd.yaml"),
 	}, nil
 }

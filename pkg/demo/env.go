@@ -2,18 +2,19 @@
 // local control plane shaped like OpenShift's, a cloud's emulator
 // (cloudscale.ch or Exoscale), this provider, the machine-api-operator's
 // MachineSet, nodelink and MachineHealthCheck controllers, simulated
-// booting, and the real cluster-autoscaler — and drives the scenario of
-// `make demo` and `make e2e` on it. What differs between the clouds is in
-// cloud.go; everything else is the same code for both.
+// booting, and autoscaling as OpenShift configures it: the real
+// cluster-autoscaler-operator, which runs the real cluster-autoscaler
+// (autoscaling.go) — and drives the scenario of `make demo` and `make e2e`
+// on it. What differs between the clouds is in cloud.go; everything else is
+// the same code for both.
 package demo
 
 import (
 	"context"
 	"errors"
-	"fmt"
+	"maps"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,8 +23,6 @@ import (
 	"github.com/openshift/machine-api-operator/pkg/controller/machinehealthcheck"
 	"github.com/openshift/machine-api-operator/pkg/controller/machineset"
 	"github.com/openshift/machine-api-operator/pkg/controller/nodelink"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,28 +49,47 @@ const ClusterID = "demo-7xk2p"
 type Options struct {
 	// Cloud is the cloud to emulate, Cloudscale (the default) or Exoscale.
 	Cloud string
-	// BinDir holds the tools `make tools` builds, cluster-autoscaler included.
+	// BinDir holds the tools `make tools` builds, the
+	// cluster-autoscaler-operator, its manifests and the cluster-autoscaler
+	// included.
 	BinDir string
 	// Dir receives the kubeconfig and the logs.
 	Dir string
 	// BootTime is how long an emulated server is "changing"; RegisterDelay
 	// how long after that its Node registers.
 	BootTime, RegisterDelay time.Duration
-	// Autoscaler starts the cluster-autoscaler.
+	// Autoscaler starts the cluster-autoscaler-operator and applies the
+	// ClusterAutoscaler, which makes it run the cluster-autoscaler.
 	Autoscaler bool
 	// ScaleDownUnneeded is how long a node must be unneeded, and
 	// ScaleDownDelayAfterAdd how long after a scale-up the autoscaler
-	// waits, before it removes a node. Upstream's defaults (10 minutes
+	// waits, before it removes a node: the ClusterAutoscaler's
+	// scaleDown.unneededTime and delayAfterAdd. The defaults (10 minutes
 	// each) suit a cluster, not a demo: these default to 20 seconds.
 	ScaleDownUnneeded, ScaleDownDelayAfterAdd time.Duration
 	Log                                       logr.Logger
 }
 
-// Default autoscaler timing, and how often it looks (upstream: 10 s).
+// Default autoscaler timing, and how often it looks: the
+// cluster-autoscaler's default --scan-interval, which a ClusterAutoscaler
+// cannot change.
 const (
 	defaultScaleDownDelay  = 20 * time.Second
-	autoscalerScanInterval = 5 * time.Second
+	autoscalerScanInterval = 10 * time.Second
 )
+
+func (o Options) withDefaults() Options {
+	if o.Cloud == "" {
+		o.Cloud = Cloudscale
+	}
+	if o.ScaleDownUnneeded == 0 {
+		o.ScaleDownUnneeded = defaultScaleDownDelay
+	}
+	if o.ScaleDownDelayAfterAdd == 0 {
+		o.ScaleDownDelayAfterAdd = defaultScaleDownDelay
+	}
+	return o
+}
 
 // Env is the running environment.
 type Env struct {
@@ -87,26 +105,18 @@ type Env struct {
 	MachineSetName string
 	// APIURL is the emulator's base URL ("http://127.0.0.1:port/"; the
 	// Exoscale API's default endpoint is APIURL + "v2").
-	APIURL     string
-	Autoscaler *localcluster.Process
-	cloud      *emulated
-	cancel     context.CancelFunc
-	stops      []func()
+	APIURL  string
+	kubelet *kubelet // of ControlPlaneNode, with Options.Autoscaler
+	cloud   *emulated
+	cancel  context.CancelFunc
+	stops   []func()
 }
 
 // Start starts everything. Stop stops it, also after an error.
 func Start(o Options) (*Env, error) {
-	if o.Cloud == "" {
-		o.Cloud = Cloudscale
-	}
+	o = o.withDefaults()
 	if _, err := Title(o.Cloud); err != nil {
 		return nil, err
-	}
-	if o.ScaleDownUnneeded == 0 {
-		o.ScaleDownUnneeded = defaultScaleDownDelay
-	}
-	if o.ScaleDownDelayAfterAdd == 0 {
-		o.ScaleDownDelayAfterAdd = defaultScaleDownDelay
 	}
 	// The machine-api-operator's controllers log through klog.
 	klog.SetLogger(o.Log.WithName("machine-api"))
@@ -114,10 +124,30 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	var operator *operatorManifests
+	if o.Autoscaler {
+		if operator, err = readOperatorManifests(o.BinDir); err != nil {
+			return nil, err
+		}
+		crds = append(crds, operator.CRDs...)
+	}
+	// There is no Service network here (no kube-proxy): the API server
+	// reaches a webhook's Service through its endpoints.
+	apiArgs := map[string][]string{"enable-aggregator-routing": {"true"}}
+	if o.Autoscaler {
+		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+			return nil, err
+		}
+		audit, err := auditArgs(o.Dir)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(apiArgs, audit)
+	}
 	e := &Env{Options: o}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	e.Cluster, err = localcluster.Start(localcluster.Options{BinDir: o.BinDir, CRDs: crds, Dir: o.Dir})
+	e.Cluster, err = localcluster.Start(localcluster.Options{BinDir: o.BinDir, CRDs: crds, Dir: o.Dir, APIServerArgs: apiArgs})
 	if err != nil {
 		return e, err
 	}
@@ -164,16 +194,7 @@ func Start(o Options) (*Env, error) {
 	e.run(ctx, sim.Run)
 
 	if o.Autoscaler {
-		bin := filepath.Join(o.BinDir, "cluster-autoscaler")
-		if _, err := os.Stat(bin); err != nil {
-			return e, fmt.Errorf("%s is missing: run `make tools`", bin)
-		}
-		e.Autoscaler, err = e.Cluster.StartProcess("cluster-autoscaler", bin, autoscalerArgs(e.Cluster.Kubeconfig, o),
-			// The clusterapi provider reads OpenShift's Machine API, and
-			// gives nodes it builds from capacity annotations this arch
-			// (it logs an error without it).
-			[]string{"CAPI_GROUP=machine.openshift.io", "CAPI_SCALE_ZERO_DEFAULT_ARCH=amd64"})
-		if err != nil {
+		if err := e.startAutoscaling(ctx, operator); err != nil {
 			return e, err
 		}
 	}
@@ -208,29 +229,6 @@ func (e *Env) DescribeInstanceType(t string) string {
 	return e.cloud.typeNoun + " " + t
 }
 
-// autoscalerArgs configure upstream's cluster-autoscaler for a laptop: its
-// clusterapi provider discovers the MachineSets of the namespace, and scans
-// and scales down in seconds rather than minutes.
-func autoscalerArgs(kubeconfig string, o Options) []string {
-	return []string{
-		"--kubeconfig=" + kubeconfig,
-		"--cloud-provider=clusterapi",
-		"--node-group-auto-discovery=clusterapi:namespace=" + Namespace,
-		"--scan-interval=" + autoscalerScanInterval.String(),
-		"--scale-down-enabled=true",
-		"--scale-down-delay-after-add=" + o.ScaleDownDelayAfterAdd.String(),
-		"--scale-down-unneeded-time=" + o.ScaleDownUnneeded.String(),
-		"--scale-down-delay-after-delete=0s",
-		"--scale-down-delay-after-failure=10s",
-		"--max-node-provision-time=5m",
-		"--skip-nodes-with-local-storage=false",
-		"--skip-nodes-with-system-pods=false",
-		"--expander=least-waste",
-		"--leader-elect=false",
-		"--v=2",
-	}
-}
-
 // ScaleDownWithin bounds how long the autoscaler may take to remove n nodes
 // once their pods are gone, given the delays it was started with: the wait
 // after the last scale-up and the unneeded time, then per node a scan or two
@@ -239,26 +237,6 @@ func autoscalerArgs(kubeconfig string, o Options) []string {
 func (e *Env) ScaleDownWithin(n int) time.Duration {
 	perNode := 2*autoscalerScanInterval + 10*time.Second
 	return e.Options.ScaleDownDelayAfterAdd + e.Options.ScaleDownUnneeded + time.Duration(n)*perNode + time.Minute
-}
-
-// openShiftObjects creates what OpenShift would have: the Machine API
-// namespace and the Infrastructure object of a platform the
-// machine-api-operator does not know.
-func (e *Env) openShiftObjects(ctx context.Context) error {
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
-		return err
-	}
-	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
-	infra.Spec.PlatformSpec.Type = configv1.ExternalPlatformType
-	if err := e.Client.Create(ctx, infra); err != nil {
-		return err
-	}
-	infra.Status = configv1.InfrastructureStatus{
-		InfrastructureName:   ClusterID,
-		PlatformStatus:       &configv1.PlatformStatus{Type: configv1.ExternalPlatformType},
-		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
-	}
-	return e.Client.Status().Update(ctx, infra)
 }
 
 // startMachineAPIControllers runs the machine-api-operator's MachineSet,

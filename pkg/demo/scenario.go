@@ -23,10 +23,11 @@ const (
 )
 
 // MachineSet returns the worker MachineSet, e.MachineSetName, on the
-// environment's cloud: no replicas, and the autoscaler's bounds as a
-// MachineAutoscaler would annotate them. instanceType is the cloud's
-// flavor or instance type; "" is DefaultInstanceType.
-func (e *Env) MachineSet(instanceType string, min, max int) *machinev1.MachineSet {
+// environment's cloud, with no replicas. instanceType is the cloud's
+// flavor or instance type; "" is DefaultInstanceType. Autoscaling it takes
+// a MachineAutoscaler (autoscaling.go), whose bounds the
+// cluster-autoscaler-operator writes onto it.
+func (e *Env) MachineSet(instanceType string) *machinev1.MachineSet {
 	if instanceType == "" {
 		instanceType = e.cloud.instanceType
 	}
@@ -41,10 +42,6 @@ func (e *Env) MachineSet(instanceType string, min, max int) *machinev1.MachineSe
 		ObjectMeta: metav1.ObjectMeta{
 			Name: e.MachineSetName, Namespace: Namespace,
 			Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": ClusterID},
-			Annotations: map[string]string{
-				"machine.openshift.io/cluster-api-autoscaler-node-group-min-size": fmt.Sprint(min),
-				"machine.openshift.io/cluster-api-autoscaler-node-group-max-size": fmt.Sprint(max),
-			},
 		},
 		Spec: machinev1.MachineSetSpec{
 			Replicas: &zero,
@@ -94,7 +91,7 @@ type State struct {
 	Machines                 map[string]int // by phase
 	MachineCount             int
 	Servers, ServersRunning  int
-	Nodes, NodesReady        int
+	Nodes, NodesReady        int   // workers: the control plane's are not counted
 	Workload                 int32 // the Deployment's replicas: pods wanted
 	PodsPending, PodsRunning int
 }
@@ -138,6 +135,9 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 		return st, err
 	}
 	for _, n := range nodes.Items {
+		if _, cp := n.Labels["node-role.kubernetes.io/master"]; cp {
+			continue
+		}
 		st.Nodes++
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
@@ -255,17 +255,12 @@ func (e *Env) Watch(ctx context.Context, m *Milestones, interval time.Duration, 
 		select {
 		case <-ctx.Done():
 			return st, ctx.Err()
-		case <-e.autoscalerExited():
-			return st, fmt.Errorf("the cluster-autoscaler exited (%v); its log is cluster-autoscaler.log", e.Autoscaler.Err())
 		case <-time.After(interval):
 		}
+		if e.kubelet != nil {
+			if err := e.kubelet.failed(); err != nil {
+				return st, fmt.Errorf("%w; the logs are in %s", err, e.kubelet.o.Dir)
+			}
+		}
 	}
-}
-
-// autoscalerExited yields if the autoscaler ends early; never without one.
-func (e *Env) autoscalerExited() <-chan struct{} {
-	if e.Autoscaler == nil {
-		return nil
-	}
-	return e.Autoscaler.Exited()
 }

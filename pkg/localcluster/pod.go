@@ -40,7 +40,9 @@ package localcluster
 // be free, and two pods that listen on the same port cannot run at once.
 //
 // Images says which local directory plays which image: a container's
-// binary is <dir><command[0]>. A container whose image has no entry (a
+// binary is <dir><command[0]> (a command that is a name, not a path, is
+// put at /usr/bin/<name>, where the runtime would find it in the image's
+// PATH; argv[0] stays the name). A container whose image has no entry (a
 // kube-rbac-proxy sidecar) is not run: it is reported as skipped, and
 // counts as running and ready in the pod's status (such sidecars have no
 // probes: a kubelet would find them ready once started), so that the pod

@@ -45,6 +45,7 @@ type container struct {
 	spec    *corev1.Container
 	skipped bool
 	binary  string // the image's binary on this machine
+	path    string // where it is in the container's root
 	root    string
 	log     string
 
@@ -66,8 +67,19 @@ func (p *Pod) newContainer(spec *corev1.Container) (*container, error) {
 		c.skipped = true
 		return c, nil
 	}
-	if len(spec.Command) == 0 || !filepath.IsAbs(spec.Command[0]) {
-		return nil, fmt.Errorf("container %s: the pod runner runs exactly the container's command, which must be an absolute path (it is %q)", spec.Name, spec.Command)
+	if len(spec.Command) == 0 {
+		return nil, fmt.Errorf("container %s: the pod runner runs exactly the container's command, which it must have", spec.Name)
+	}
+	// A command that is a name, not a path, is looked up in the image's
+	// PATH by the runtime; the images of OpenShift's operators have their
+	// binaries in /usr/bin, the first of the PATH's directories they use.
+	// argv[0] stays the name, as the runtime leaves it.
+	c.path = spec.Command[0]
+	if !filepath.IsAbs(c.path) {
+		if strings.Contains(c.path, "/") {
+			return nil, fmt.Errorf("container %s: the command %q is a relative path; the pod runner takes an absolute path or a name", spec.Name, c.path)
+		}
+		c.path = "/usr/bin/" + c.path
 	}
 	for _, pr := range []*corev1.Probe{spec.StartupProbe, spec.ReadinessProbe, spec.LivenessProbe} {
 		if pr != nil && pr.HTTPGet == nil && pr.TCPSocket == nil {
@@ -75,6 +87,11 @@ func (p *Pod) newContainer(spec *corev1.Container) (*container, error) {
 		}
 	}
 	c.binary = filepath.Join(dir, filepath.FromSlash(spec.Command[0]))
+	// The file itself, not a symlink to it, goes into the root (a link
+	// to a symlink would point outside).
+	if real, err := filepath.EvalSymlinks(c.binary); err == nil {
+		c.binary = real
+	}
 	if err := checkStatic(c.binary); err != nil {
 		return nil, fmt.Errorf("container %s (image %s): %w", spec.Name, spec.Image, err)
 	}
@@ -100,7 +117,7 @@ func checkStatic(path string) error {
 }
 
 // makeRoot lays out the container's root: the binary at the command's
-// path, the volume mounts, the service account files, /tmp and the
+// path (/usr/bin/<name> for a name), the volume mounts, the service account files, /tmp and the
 // termination-log file.
 func (c *container) makeRoot(volumes map[string]volume) error {
 	if err := os.RemoveAll(c.root); err != nil {
@@ -117,7 +134,7 @@ func (c *container) makeRoot(volumes map[string]volume) error {
 	if err := os.WriteFile(filepath.Join(c.root, "etc", "hostname"), []byte(c.p.Name+"\n"), 0o644); err != nil {
 		return err
 	}
-	target := filepath.Join(c.root, filepath.FromSlash(c.spec.Command[0]))
+	target := filepath.Join(c.root, filepath.FromSlash(c.path))
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
@@ -264,7 +281,7 @@ func (c *container) runOnce(ctx context.Context, restart bool) (time.Duration, b
 		workDir = "/"
 	}
 	cmd := &exec.Cmd{
-		Path:   argv[0],
+		Path:   c.path,
 		Args:   argv,
 		Env:    env,
 		Dir:    workDir,

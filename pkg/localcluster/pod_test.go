@@ -94,7 +94,8 @@ func TestRunPod(t *testing.T) {
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("health")}}, PeriodSeconds: 1},
 			},
 			{
-				Name: "crasher", Image: "podprobe:1", Command: []string{"/podprobe"}, Args: []string{"crash"},
+				// a name, not a path: found as in the image's PATH
+				Name: "crasher", Image: "podprobe:1", Command: []string{"podprobe"}, Args: []string{"crash"},
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			},
 			{

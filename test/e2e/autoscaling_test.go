@@ -8,6 +8,7 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/controllers/capacity"
@@ -18,18 +19,35 @@ import (
 // cluster-autoscaler scale a MachineSet up from zero, using the capacity
 // the provider publishes; when the pods go, it scales back down to zero
 // Machines, Nodes and servers within its (short, for the test) scale-down
-// delays. The cluster-autoscaler is the Makefile's patched build: unpatched,
-// the last node is never removed (see hack/tools/cluster-autoscaler). On
-// both clouds the workers have 4 vCPUs and 8 GiB (flex-8-4, standard.large).
+// delays. Autoscaling is configured as on OpenShift: a ClusterAutoscaler
+// and a MachineAutoscaler, reconciled by the real
+// cluster-autoscaler-operator, which renders the autoscaler's Deployment
+// (run here with bin/cluster-autoscaler for its image) and writes the
+// MachineAutoscaler's bounds onto the MachineSet. The cluster-autoscaler is
+// the Makefile's patched build: unpatched, the last node is never removed
+// (see hack/tools/cluster-autoscaler). On both clouds the workers have 4
+// vCPUs and 8 GiB (flex-8-4, standard.large).
 func TestAutoscalingFromZeroAndBack(t *testing.T) { eachCloud(t, testAutoscalingFromZeroAndBack) }
 
 func testAutoscalingFromZeroAndBack(t *testing.T, cloud string) {
 	e := start(t, cloud, true)
 	ctx := context.Background()
-	if err := e.Client.Create(ctx, e.MachineSet("", 0, 4)); err != nil {
+	assertAutoscalerAsRendered(t, e)
+	if err := e.Client.Create(ctx, e.MachineSet("")); err != nil {
+		t.Fatal(err)
+	}
+	assertWebhookRefuses(t, e)
+	if err := e.Client.Create(ctx, e.MachineAutoscaler(0, 4)); err != nil {
 		t.Fatal(err)
 	}
 	var m demo.Milestones
+	// The operator, not the test, gives the MachineSet its bounds.
+	watchFor(t, e, &m, 2*time.Minute, "the MachineAutoscaler's bounds on the MachineSet (0 to 4)", func() bool {
+		var ms machinev1.MachineSet
+		err := e.Client.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: e.MachineSetName}, &ms)
+		return err == nil && ms.Annotations[demo.MinSizeAnnotation] == "0" && ms.Annotations[demo.MaxSizeAnnotation] == "4"
+	})
+	assertBoundsByOperator(t, e)
 	// With no Machine to look at, the autoscaler knows a worker's size
 	// only from what the capacity publisher read from the cloud's catalogue.
 	watchFor(t, e, &m, time.Minute, "the capacity annotations (4 vCPUs, 8 GiB)", func() bool {
@@ -69,7 +87,7 @@ func testAutoscalingFromZeroAndBack(t *testing.T, cloud string) {
 		t.Fatal(err)
 	}
 	var nodes corev1.NodeList
-	if err := e.Client.List(ctx, &nodes); err != nil {
+	if err := e.Client.List(ctx, &nodes, workers); err != nil {
 		t.Fatal(err)
 	}
 	if servers := e.Servers(); len(machines.Items) != 0 || len(nodes.Items) != 0 || len(servers) != 0 {
@@ -80,8 +98,21 @@ func testAutoscalingFromZeroAndBack(t *testing.T, cloud string) {
 	if created != int64(st.Replicas) || deleted != created {
 		t.Errorf("cloud calls: %d servers created, %d deleted; want %d and %d", created, deleted, st.Replicas, st.Replicas)
 	}
+	assertNoneRefused(t, e)
 	t.Logf("phase times on %s: %s", e.Title(), m)
 	phaseTimes.add(cloud, "autoscaling", m.String())
+}
+
+// workers selects the worker Nodes: not the control-plane Node that runs
+// the operator's and the autoscaler's pods.
+var workers = client.MatchingLabelsSelector{Selector: mustSelector("!node-role.kubernetes.io/master")}
+
+func mustSelector(s string) labels.Selector {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return sel
 }
 
 func watchFor(t *testing.T, e *demo.Env, m *demo.Milestones, timeout time.Duration, what string, cond func() bool) {

@@ -201,7 +201,7 @@ func TestMachineSetScaledByHand(t *testing.T) { eachCloud(t, testMachineSetScale
 func testMachineSetScaledByHand(t *testing.T, cloud string) {
 	e := start(t, cloud, false)
 	ctx := context.Background()
-	ms := e.MachineSet("", 0, 3)
+	ms := e.MachineSet("")
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}

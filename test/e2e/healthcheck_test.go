@@ -28,7 +28,7 @@ func TestMachineHealthCheckReplacesNotReadyMachine(t *testing.T) {
 func testMachineHealthCheckReplacesNotReadyMachine(t *testing.T, cloud string) {
 	e := start(t, cloud, false)
 	ctx := context.Background()
-	ms := e.MachineSet("", 0, 3)
+	ms := e.MachineSet("")
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
