@@ -183,6 +183,8 @@ func (c *cell) openShift() {
 		}
 	}
 	must(c.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))
+	// where the console reads dashboards (the overlays ship one)
+	must(c.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-config-managed"}}))
 	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
 	infra.Spec.PlatformSpec.Type = configv1.ExternalPlatformType
 	must(c.admin.Create(ctx, infra))
@@ -300,7 +302,8 @@ func (c *cell) injectCA(u *unstructured.Unstructured) *unstructured.Unstructured
 // applies it all, as an admin would on OpenShift: the RBAC exactly, the
 // deployer (told where the emulated cloud is, as a user's patch of its
 // arguments would), the provider's webhooks with the injected CA. Only the
-// ServiceMonitor is left out (no Prometheus operator serves its kind).
+// ServiceMonitor and the PrometheusRule are left out (no Prometheus operator
+// serves their kinds).
 func (c *cell) install() {
 	t := c.t
 	bin, err := testenv.AssetsDir()
@@ -319,11 +322,11 @@ func (c *cell) install() {
 	for _, u := range c.objs {
 		u = u.DeepCopy()
 		switch {
-		case u.GetKind() == "ServiceMonitor":
+		case u.GetKind() == "ServiceMonitor", u.GetKind() == "PrometheusRule":
 			continue
 		case strings.HasSuffix(u.GetKind(), "WebhookConfiguration"):
 			u = c.injectCA(u)
-		case u.GetKind() == "Deployment":
+		case u.GetKind() == "Deployment" && u.GetName() == deployerDeployment:
 			c.pointAtEmulator(u)
 		}
 		if err := c.apply(u); err != nil {

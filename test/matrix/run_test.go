@@ -82,6 +82,7 @@ func run(t *testing.T, e era, cloud, provider string) *result {
 	}
 
 	c.runDeployer()
+	hooks := c.runWebhooks()
 	pod := c.runControllers()
 	if ms := c.createMachineSet(); ms != nil {
 		c.scaleUp(ms)
@@ -95,7 +96,7 @@ func run(t *testing.T, e era, cloud, provider string) *result {
 		}
 	}
 	c.checkWebhooks()
-	c.checkStaysUp(pod)
+	c.checkStaysUp(pod, hooks)
 	c.checkRBAC()
 	return res
 }
@@ -173,7 +174,7 @@ func (c *cell) newestPod(name string) (*corev1.Pod, error) {
 // too, and this machine has one network for both.
 func (c *cell) runDeployer() {
 	start := time.Now()
-	pod, err := c.runPod("machine-api-provider-deployer", deployerWithin)
+	pod, err := c.runPod(deployerDeployment, deployerWithin)
 	if err != nil {
 		c.res.fail(chkDeployer, "", err.Error())
 		return
@@ -214,7 +215,7 @@ func (c *cell) runDeployer() {
 		problems = append(problems, exits...)
 	}
 	// one pod at a time on this machine's network
-	if err := c.admin.Patch(c.ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "machine-api-provider-deployer", Namespace: namespace}},
+	if err := c.admin.Patch(c.ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: deployerDeployment, Namespace: namespace}},
 		client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":0}}`))); err != nil {
 		c.t.Fatal(err)
 	}
@@ -232,6 +233,27 @@ func (c *cell) runDeployer() {
 		return
 	}
 	c.res.pass(chkDeployer, detail+fmt.Sprintf(" %.0fs", time.Since(start).Seconds()))
+}
+
+// The Deployments of config/ the matrix runs besides the controllers'.
+const (
+	deployerDeployment = "machine-api-provider-deployer"
+	webhookDeployment  = "machine-api-provider-webhook"
+)
+
+// runWebhooks runs one pod of the provider's webhook Deployment (its two
+// replicas would share this machine's one network) and waits for it to be
+// Ready; the controllers' start check waits for its Service to route to it.
+func (c *cell) runWebhooks() *localcluster.Pod {
+	pod, err := c.runPod(webhookDeployment, deployerWithin)
+	if err != nil {
+		c.res.fail(chkStart, "", "the webhooks' pod: "+err.Error())
+		return nil
+	}
+	if err := c.waitFor(podReadyWithin, "the webhooks' pod Ready", func() (bool, string, error) { return pod.Ready(), pod.Describe(), nil }); err != nil {
+		c.res.fail(chkStart, "", err.Error())
+	}
+	return pod
 }
 
 // runControllers runs the controllers' pod and waits for it to be Ready:
@@ -636,17 +658,22 @@ func (c *cell) checkWebhooks() {
 	c.res.pass(chkWebhooks, fmt.Sprintf("%d+%d", answered["machine-api"], answered["machine-api-provider"]))
 }
 
-// checkStaysUp: no container of the controllers' pod ever ended.
-func (c *cell) checkStaysUp(pod *localcluster.Pod) {
-	if pod == nil {
-		c.res.skip(chkStaysUp)
-		return
-	}
-	if exits := exitsOf(pod); len(exits) > 0 {
-		n := 0
+// checkStaysUp: no container of the controllers' pod, nor of the
+// webhooks', ever ended.
+func (c *cell) checkStaysUp(pods ...*localcluster.Pod) {
+	var exits []string
+	n := 0
+	for _, pod := range pods {
+		if pod == nil {
+			c.res.skip(chkStaysUp)
+			return
+		}
+		exits = append(exits, exitsOf(pod)...)
 		for _, s := range pod.Statuses() {
 			n += len(s.Exits)
 		}
+	}
+	if len(exits) > 0 {
 		c.res.fail(chkStaysUp, fmt.Sprintf("%d exits", n), strings.Join(exits, "\n"))
 		return
 	}
