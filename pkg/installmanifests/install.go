@@ -71,8 +71,8 @@ func Render(o Options) ([]File, error) {
 	var out []*unstructured.Unstructured
 	for _, obj := range objs {
 		switch obj.GetKind() {
-		case "ServiceMonitor":
-			// Its CRD comes with the monitoring stack, after bootstrap.
+		case "ServiceMonitor", "PrometheusRule":
+			// Their CRDs come with the monitoring stack, after bootstrap.
 			continue
 		case "ValidatingWebhookConfiguration":
 			if err := failOpen(obj); err != nil {

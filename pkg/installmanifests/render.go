@@ -10,12 +10,13 @@
 // what fails (a namespace or a CRD not there yet) until it succeeds. So
 // nothing may depend on order, and nothing may block what comes later:
 // the validating webhooks are rendered with failurePolicy Ignore, since
-// their backend (the provider's manager, which the deployer deploys) runs
-// only once the cluster is far enough along, and a webhook that fails
-// closed would refuse the MachineSets until then; the actuator validates
-// every spec itself. The ServiceMonitor is left out: its CRD comes with
-// the monitoring stack, after bootstrap; apply the overlay once the
-// cluster runs to get it (and the webhooks failing closed).
+// their backend (the webhook Deployment, on the control plane, with the
+// service CA's certificate) runs only once the cluster is far enough
+// along, and a webhook that fails closed would refuse the MachineSets until
+// then; the actuator validates every spec itself. The ServiceMonitor and
+// the PrometheusRule are left out: their CRDs come with the monitoring
+// stack, after bootstrap; apply the overlay once the cluster runs to get
+// them (and the webhooks failing closed).
 package installmanifests
 
 import (

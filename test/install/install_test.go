@@ -132,6 +132,12 @@ func testInstall(t *testing.T, cloudName string, c cloud.Cloud, spec map[string]
 		}
 	}
 
+	// What the cluster brings itself: the namespace of the console's
+	// dashboards, which the cluster-version operator creates early on.
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-config-managed"}}); err != nil {
+		t.Fatal(err)
+	}
+
 	// What the installer makes itself: the worker Ignition pointer.
 	if err := e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: installmanifests.UserDataSecret, Namespace: demo.Namespace},
 		Data: map[string][]byte{"userData": []byte(workerIgnition)}}); err != nil {
