@@ -150,13 +150,13 @@ func (e *Env) startAutoscaling(ctx context.Context, m *operatorManifests) error 
 	}); err != nil {
 		return err
 	}
-	ca, err := newServiceCA()
+	ca, err := localcluster.NewServiceCA("demo")
 	if err != nil {
 		return err
 	}
 	log := e.Options.Log
 	e.run(ctx, func(ctx context.Context) error {
-		ca.run(ctx, e.Client, Namespace, time.Second, log.WithName("service-ca"))
+		runServiceCA(ctx, ca, e.Client, Namespace, time.Second, log.WithName("service-ca"))
 		return nil
 	})
 	e.kubelet = newKubelet(e.Cluster.Config, e.Client, ControlPlaneNode, localcluster.PodOptions{
@@ -184,13 +184,13 @@ func (e *Env) startAutoscaling(ctx context.Context, m *operatorManifests) error 
 // waitOperatorWebhook waits until the API server can call the operator's
 // webhooks: the configuration it writes at start carries the service CA's
 // bundle, and its Service has a ready endpoint (its pod, run here).
-func (e *Env) waitOperatorWebhook(ctx context.Context, ca *serviceCA) error {
+func (e *Env) waitOperatorWebhook(ctx context.Context, ca *localcluster.ServiceCA) error {
 	for {
 		var hooks admissionregistrationv1.ValidatingWebhookConfiguration
 		err := e.Client.Get(ctx, client.ObjectKey{Name: operatorWebhooks}, &hooks)
 		ready := err == nil && len(hooks.Webhooks) > 0
 		for _, h := range hooks.Webhooks {
-			ready = ready && string(h.ClientConfig.CABundle) == string(ca.certPEM)
+			ready = ready && string(h.ClientConfig.CABundle) == string(ca.CertPEM)
 		}
 		if ready {
 			var slices discoveryv1.EndpointSliceList

@@ -12,14 +12,7 @@ package demo
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -28,6 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/pkg/localcluster"
 )
 
 const (
@@ -35,74 +30,11 @@ const (
 	injectCABundleAnnotaton = "service.beta.openshift.io/inject-cabundle"
 )
 
-// serviceCA is the signer of the serving certificates.
-type serviceCA struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
-}
-
-func newServiceCA() (*serviceCA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "openshift-service-serving-signer (demo)"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &serviceCA{cert: cert, key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
-}
-
-// serve signs a certificate for a Service's DNS names.
-func (ca *serviceCA) serve(svc *corev1.Service) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	host := svc.Name + "." + svc.Namespace + ".svc"
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: host},
-		DNSNames:     []string{host, host + ".cluster.local"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
-}
-
 // run does the service-ca operator's work in namespace until ctx ends,
 // looking every interval.
-func (ca *serviceCA) run(ctx context.Context, c client.Client, namespace string, interval time.Duration, log logr.Logger) {
+func runServiceCA(ctx context.Context, ca *localcluster.ServiceCA, c client.Client, namespace string, interval time.Duration, log logr.Logger) {
 	for {
-		if err := ca.sync(ctx, c, namespace); err != nil && ctx.Err() == nil {
+		if err := syncServiceCA(ctx, ca, c, namespace); err != nil && ctx.Err() == nil {
 			log.Error(err, "service CA")
 		}
 		select {
@@ -113,7 +45,7 @@ func (ca *serviceCA) run(ctx context.Context, c client.Client, namespace string,
 	}
 }
 
-func (ca *serviceCA) sync(ctx context.Context, c client.Client, namespace string) error {
+func syncServiceCA(ctx context.Context, ca *localcluster.ServiceCA, c client.Client, namespace string) error {
 	var svcs corev1.ServiceList
 	if err := c.List(ctx, &svcs, client.InNamespace(namespace)); err != nil {
 		return err
@@ -131,7 +63,7 @@ func (ca *serviceCA) sync(ctx context.Context, c client.Client, namespace string
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
-		crt, key, err := ca.serve(svc)
+		crt, key, err := ca.Serving(svc.Name, svc.Namespace)
 		if err != nil {
 			return err
 		}
@@ -156,8 +88,8 @@ func (ca *serviceCA) sync(ctx context.Context, c client.Client, namespace string
 		}
 		changed := false
 		for j := range h.Webhooks {
-			if !bytes.Equal(h.Webhooks[j].ClientConfig.CABundle, ca.certPEM) {
-				h.Webhooks[j].ClientConfig.CABundle = ca.certPEM
+			if !bytes.Equal(h.Webhooks[j].ClientConfig.CABundle, ca.CertPEM) {
+				h.Webhooks[j].ClientConfig.CABundle = ca.CertPEM
 				changed = true
 			}
 		}

@@ -21,7 +21,9 @@ package installmanifests
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
@@ -114,7 +116,7 @@ func Decode(b []byte) ([]*unstructured.Unstructured, error) {
 	for {
 		var m map[string]any
 		if err := dec.Decode(&m); err != nil {
-			if err.Error() == "EOF" {
+			if errors.Is(err, io.EOF) {
 				return objs, nil
 			}
 			return nil, err

@@ -12,9 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,10 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
+	"github.com/appuio/machine-api-provider/pkg/installmanifests"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
 
@@ -103,7 +101,7 @@ func renderWith(t testing.TB, tool, dir string) []*unstructured.Unstructured {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kustomize build config/%s: %v\n%s", dir, err, stderr.String())
 	}
-	objs, err := decode(stdout.Bytes())
+	objs, err := installmanifests.Decode(stdout.Bytes())
 	if err != nil {
 		t.Fatalf("config/%s: %v", dir, err)
 	}
@@ -170,22 +168,6 @@ func cloudOf(t testing.TB, objs []*unstructured.Unstructured) string {
 		return c
 	}
 	return "cloudscale"
-}
-
-func decode(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return objs, nil
-		} else if err != nil {
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 }
 
 func describe(u *unstructured.Unstructured) string {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +31,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/demo"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/installmanifests"
 	"github.com/appuio/machine-api-provider/pkg/localcluster"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
@@ -81,7 +80,7 @@ type cell struct {
 	hostIP  string
 	audit   string
 	objs    []*unstructured.Unstructured // the install's rendering
-	ca      *serviceCA
+	ca      *localcluster.ServiceCA
 	servers bootsim.Cloud
 	emuURL  string
 	pods    []*localcluster.Pod
@@ -235,13 +234,16 @@ func (c *cell) openShift() {
 
 	// The service CA: serving certificates of the Services that ask for
 	// one, and their CA injected into the webhook configurations.
-	c.ca = newServiceCA(t)
+	ca, err := localcluster.NewServiceCA("make matrix")
+	must(err)
+	c.ca = ca
 	for svc, secret := range map[string]string{
 		"machine-api-operator-webhook": "machine-api-operator-webhook-cert",
 		"machine-api-controllers":      "machine-api-controllers-tls",
 		"machine-api-provider-webhook": "machine-api-provider-webhook-cert",
 	} {
-		crt, key := c.ca.serving(t, svc, namespace)
+		crt, key, err := c.ca.Serving(svc, namespace)
+		must(err)
 		must(c.admin.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: namespace},
 			Type:       corev1.SecretTypeTLS,
@@ -271,7 +273,7 @@ func (c *cell) eraManifests() []*unstructured.Unstructured {
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		objs, err := decode(data)
+		objs, err := installmanifests.Decode(data)
 		if err != nil {
 			c.t.Fatalf("%s: %v", f, err)
 		}
@@ -288,7 +290,7 @@ func (c *cell) injectCA(u *unstructured.Unstructured) *unstructured.Unstructured
 	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
 	for i := range hooks {
 		h := hooks[i].(map[string]any)
-		if err := unstructured.SetNestedField(h, base64.StdEncoding.EncodeToString(c.ca.certPEM), "clientConfig", "caBundle"); err != nil {
+		if err := unstructured.SetNestedField(h, base64.StdEncoding.EncodeToString(c.ca.CertPEM), "clientConfig", "caBundle"); err != nil {
 			c.t.Fatal(err)
 		}
 	}
@@ -316,7 +318,7 @@ func (c *cell) install() {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kustomize build config/overlays/%s: %v\n%s", c.cloud, err, stderr.String())
 	}
-	if c.objs, err = decode(stdout.Bytes()); err != nil {
+	if c.objs, err = installmanifests.Decode(stdout.Bytes()); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range c.objs {
@@ -413,20 +415,4 @@ func repoRoot(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return root
-}
-
-func decode(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return objs, nil
-		} else if err != nil {
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 }

@@ -219,7 +219,10 @@ func (c *call) decode(v any, docs map[string]fieldDoc) *reply {
 	if err := json.Unmarshal(c.body, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			field := te.Field
+			// encoding/json names a field of an embedded struct with the
+			// struct's Go name in front; the API knows only its own names.
+			path := strings.TrimPrefix(te.Field, "memberRequest.")
+			field := path
 			if i := strings.IndexByte(field, '.'); i >= 0 {
 				field = field[:i]
 			}
@@ -227,7 +230,7 @@ func (c *call) decode(v any, docs map[string]fieldDoc) *reply {
 				r := d.invalid(field)
 				return &r
 			}
-			r := badRequest("Invalid value in %s - should be %s", te.Field, jsonKind(te.Type.Kind().String()))
+			r := badRequest("Invalid value in %s - should be %s", path, jsonKind(te.Type.Kind().String()))
 			return &r
 		}
 		r := badRequest("Malformed JSON body: %v", err)

@@ -21,23 +21,12 @@ type nameRef struct {
 }
 
 type createInstanceRequest struct {
-	Name               *string           `json:"name"`
-	InstanceType       *idRef            `json:"instance-type"`
-	Template           *idRef            `json:"template"`
-	DiskSize           *int64            `json:"disk-size"`
-	UserData           *string           `json:"user-data"`
-	SecurityGroups     []idRef           `json:"security-groups"`
-	AntiAffinityGroups []idRef           `json:"anti-affinity-groups"`
-	SSHKey             *nameRef          `json:"ssh-key"`
-	SSHKeys            []nameRef         `json:"ssh-keys"`
-	PublicIPAssignment *string           `json:"public-ip-assignment"`
-	IPv6Enabled        *bool             `json:"ipv6-enabled"`
-	Labels             map[string]string `json:"labels"`
-	DeployTarget       *idRef            `json:"deploy-target"`
-	AutoStart          *bool             `json:"auto-start"`
-	SecureBoot         *bool             `json:"secureboot-enabled"`
-	TPM                *bool             `json:"tpm-enabled"`
-	AppSnapshots       *bool             `json:"application-consistent-snapshot-enabled"`
+	memberRequest
+	Name         *string `json:"name"`
+	AutoStart    *bool   `json:"auto-start"`
+	SecureBoot   *bool   `json:"secureboot-enabled"`
+	TPM          *bool   `json:"tpm-enabled"`
+	AppSnapshots *bool   `json:"application-consistent-snapshot-enabled"`
 }
 
 // instanceFields are the create and update fields, for the real API's 400s.
@@ -104,26 +93,6 @@ func (e *Emulator) createInstance(c *call) reply {
 		return *r
 	}
 	a := c.acct
-	if req.DiskSize == nil || *req.DiskSize < 10 || *req.DiskSize > 51200 {
-		return invalidField("disk-size")
-	}
-	if req.InstanceType == nil || req.InstanceType.ID == "" {
-		return invalidField("instance-type")
-	}
-	if req.Template == nil || req.Template.ID == "" {
-		return invalidField("template")
-	}
-	it, r := e.usableType(c, req.InstanceType.ID)
-	if r != nil {
-		return *r
-	}
-	tplSize, r := c.usableTemplate(req.Template.ID)
-	if r != nil {
-		return *r
-	}
-	if need := (tplSize + gib - 1) / gib; *req.DiskSize < need {
-		return refused("disk-size", "the template needs a disk of at least %d GiB, %d GiB requested", need, *req.DiskSize)
-	}
 	name := ""
 	if req.Name != nil {
 		if !validName(*req.Name) {
@@ -131,78 +100,14 @@ func (e *Emulator) createInstance(c *call) reply {
 		}
 		name = *req.Name
 	}
-	if req.UserData != nil && !validUserData(*req.UserData) {
-		return invalidField("user-data")
-	}
-	assignment := "inet4"
-	if req.IPv6Enabled != nil && *req.IPv6Enabled {
-		assignment = "dual"
-	}
-	if req.PublicIPAssignment != nil {
-		if !slices.Contains([]string{"inet4", "dual", "none"}, *req.PublicIPAssignment) {
-			return invalidField("public-ip-assignment")
-		}
-		assignment = *req.PublicIPAssignment
-	}
-	if !validLabels(req.Labels) {
-		return invalidField("labels")
-	}
-	sgs := []string{}
-	for _, ref := range req.SecurityGroups {
-		if a.SecurityGroups[ref.ID] == nil {
-			return refused("security-groups", "Security Group %s not found", ref.ID)
-		}
-		if !slices.Contains(sgs, ref.ID) {
-			sgs = append(sgs, ref.ID)
-		}
-	}
-	if len(req.SecurityGroups) == 0 {
-		// Without security groups an instance is in the account's default
-		// group, as on the real cloud.
-		sgs = append(sgs, e.ensureDefaultSecurityGroup(a).ID)
-	}
-	aags := []string{}
-	for _, ref := range req.AntiAffinityGroups {
-		if a.AntiAffinityGroups[ref.ID] == nil {
-			return refused("anti-affinity-groups", "Anti-affinity Group %s not found", ref.ID)
-		}
-		if n := len(a.groupMembers(ref.ID)); n >= MaxInstancesPerAntiAffinityGroup {
-			return refused("anti-affinity-groups", "Anti-affinity Group %s already holds %d instances, the most a group can hold is %d", ref.ID, n, MaxInstancesPerAntiAffinityGroup)
-		}
-		if !slices.Contains(aags, ref.ID) {
-			aags = append(aags, ref.ID)
-		}
-	}
-	keys := []string{}
-	for _, ref := range req.SSHKeys {
-		if a.SSHKeys[ref.Name] == nil {
-			return refused("ssh-keys", "SSH key %q not found", ref.Name)
-		}
-		if !slices.Contains(keys, ref.Name) {
-			keys = append(keys, ref.Name)
-		}
-	}
-	sshKey := ""
-	if req.SSHKey != nil {
-		if a.SSHKeys[req.SSHKey.Name] == nil {
-			return refused("ssh-key", "SSH key %q not found", req.SSHKey.Name)
-		}
-		sshKey = req.SSHKey.Name
-	}
-	deployTarget := ""
-	if req.DeployTarget != nil {
-		if c.deployTarget(req.DeployTarget.ID) == nil {
-			return refused("deploy-target", "Deploy Target %s not found in zone %s", req.DeployTarget.ID, c.zone)
-		}
-		deployTarget = req.DeployTarget.ID
-	}
-	if r := c.checkQuota("instance", int64(len(a.Instances))+1); r != nil {
+	m, r := e.checkMembers(c, &req.memberRequest, 1, invalidField)
+	if r != nil {
 		return *r
 	}
-	if it.GPUs > 0 {
-		if r := c.checkQuota("gpu", a.gpusInUse()+it.GPUs); r != nil {
-			return *r
-		}
+	if len(m.SecurityGroups) == 0 {
+		// Without security groups an instance is in the account's default
+		// group, as on the real cloud.
+		m.SecurityGroups = append(m.SecurityGroups, e.ensureDefaultSecurityGroup(a).ID)
 	}
 
 	// Everything is valid: commit.
@@ -210,16 +115,17 @@ func (e *Emulator) createInstance(c *call) reply {
 		meta:               e.newMeta(),
 		Zone:               c.zone,
 		Name:               name,
-		Type:               it.ID,
-		Template:           req.Template.ID,
-		DiskSize:           *req.DiskSize,
-		Labels:             cloneLabels(req.Labels),
-		PublicIPAssignment: assignment,
-		SecurityGroups:     sgs,
-		AntiAffinityGroups: aags,
-		SSHKey:             sshKey,
-		SSHKeys:            keys,
-		DeployTarget:       deployTarget,
+		Type:               m.Type.ID,
+		Template:           m.Template,
+		DiskSize:           m.DiskSize,
+		UserData:           m.UserData,
+		Labels:             m.Labels,
+		PublicIPAssignment: m.PublicIPAssignment,
+		SecurityGroups:     m.SecurityGroups,
+		AntiAffinityGroups: m.AntiAffinityGroups,
+		SSHKey:             m.SSHKey,
+		SSHKeys:            m.SSHKeys,
+		DeployTarget:       m.DeployTarget,
 		NICs:               []nic{},
 		SecureBoot:         req.SecureBoot != nil && *req.SecureBoot,
 		TPM:                req.TPM != nil && *req.TPM,
@@ -227,9 +133,6 @@ func (e *Emulator) createInstance(c *call) reply {
 	}
 	if inst.Name == "" {
 		inst.Name = "vm-" + inst.ID
-	}
-	if req.UserData != nil {
-		inst.UserData = *req.UserData
 	}
 	inst.MAC = e.world.newMAC()
 	e.world.allocatePublic(inst)

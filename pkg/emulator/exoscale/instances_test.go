@@ -327,6 +327,10 @@ func TestUpdateInstance(t *testing.T) {
 	resp, body := v.raw("DELETE", "/v2/instance/"+string(id)+"/name", nil, true)
 	wantStatus(t, resp, body, http.StatusBadRequest)
 	wantMessage(t, body, "should be one of labels")
+	// A value of the wrong JSON type is named by the API's field name.
+	resp, body = v.raw("POST", "/v2/instance", map[string]any{"disk-size": "20"}, true)
+	wantStatus(t, resp, body, http.StatusBadRequest)
+	wantMessage(t, body, "Invalid value in disk-size (description: `Instance disk size in GiB`)")
 
 	// Public addresses follow the assignment; user data is replaced.
 	v.op(c.UpdateInstance(v.ctx, id, v3.UpdateInstanceRequest{PublicIPAssignment: v3.PublicIPAssignmentDual, UserData: "aGVsbG8="}))

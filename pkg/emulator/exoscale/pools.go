@@ -49,23 +49,12 @@ type instancePool struct {
 }
 
 type createPoolRequest struct {
-	Name               *string           `json:"name"`
-	Description        *string           `json:"description"`
-	Size               *int64            `json:"size"`
-	InstanceType       *idRef            `json:"instance-type"`
-	Template           *idRef            `json:"template"`
-	DiskSize           *int64            `json:"disk-size"`
-	InstancePrefix     *string           `json:"instance-prefix"`
-	UserData           *string           `json:"user-data"`
-	SecurityGroups     []idRef           `json:"security-groups"`
-	AntiAffinityGroups []idRef           `json:"anti-affinity-groups"`
-	PrivateNetworks    []idRef           `json:"private-networks"`
-	SSHKey             *nameRef          `json:"ssh-key"`
-	SSHKeys            []nameRef         `json:"ssh-keys"`
-	PublicIPAssignment *string           `json:"public-ip-assignment"`
-	IPv6Enabled        *bool             `json:"ipv6-enabled"`
-	Labels             map[string]string `json:"labels"`
-	DeployTarget       *idRef            `json:"deploy-target"`
+	memberRequest
+	Name            *string `json:"name"`
+	Description     *string `json:"description"`
+	Size            *int64  `json:"size"`
+	InstancePrefix  *string `json:"instance-prefix"`
+	PrivateNetworks []idRef `json:"private-networks"`
 }
 
 // poolFields are the pool's request fields, for the real API's 400s.
@@ -119,26 +108,6 @@ func (e *Emulator) createInstancePool(c *call) reply {
 	if req.Size == nil || *req.Size < 1 {
 		return invalidPoolField("size")
 	}
-	if req.DiskSize == nil || *req.DiskSize < 10 || *req.DiskSize > 51200 {
-		return invalidPoolField("disk-size")
-	}
-	if req.InstanceType == nil || req.InstanceType.ID == "" {
-		return invalidPoolField("instance-type")
-	}
-	if req.Template == nil || req.Template.ID == "" {
-		return invalidPoolField("template")
-	}
-	it, r := e.usableType(c, req.InstanceType.ID)
-	if r != nil {
-		return *r
-	}
-	tplSize, r := c.usableTemplate(req.Template.ID)
-	if r != nil {
-		return *r
-	}
-	if need := (tplSize + gib - 1) / gib; *req.DiskSize < need {
-		return refused("disk-size", "the template needs a disk of at least %d GiB, %d GiB requested", need, *req.DiskSize)
-	}
 	prefix := "pool"
 	if req.InstancePrefix != nil {
 		if !validPrefix(*req.InstancePrefix) {
@@ -146,53 +115,19 @@ func (e *Emulator) createInstancePool(c *call) reply {
 		}
 		prefix = *req.InstancePrefix
 	}
-	if req.UserData != nil && !validUserData(*req.UserData) {
-		return invalidPoolField("user-data")
-	}
-	assignment := "inet4"
-	if req.IPv6Enabled != nil && *req.IPv6Enabled {
-		assignment = "dual"
-	}
-	if req.PublicIPAssignment != nil {
-		if !slices.Contains([]string{"inet4", "dual", "none"}, *req.PublicIPAssignment) {
-			return invalidPoolField("public-ip-assignment")
-		}
-		assignment = *req.PublicIPAssignment
-	}
-	if !validLabels(req.Labels) {
-		return invalidPoolField("labels")
+	m, r := e.checkMembers(c, &req.memberRequest, *req.Size, invalidPoolField)
+	if r != nil {
+		return *r
 	}
 	p := &instancePool{
 		Zone: c.zone, Name: *req.Name, Size: *req.Size, Prefix: prefix,
-		Type: it.ID, Template: req.Template.ID, DiskSize: *req.DiskSize,
-		PublicIPAssignment: assignment, Labels: cloneLabels(req.Labels),
-		SecurityGroups: []string{}, AntiAffinityGroups: []string{}, PrivateNetworks: []string{}, SSHKeys: []string{},
+		Type: m.Type.ID, Template: m.Template, DiskSize: m.DiskSize, UserData: m.UserData,
+		PublicIPAssignment: m.PublicIPAssignment, Labels: m.Labels,
+		SecurityGroups: m.SecurityGroups, AntiAffinityGroups: m.AntiAffinityGroups, PrivateNetworks: []string{},
+		SSHKey: m.SSHKey, SSHKeys: m.SSHKeys, DeployTarget: m.DeployTarget,
 	}
 	if req.Description != nil {
 		p.Description = *req.Description
-	}
-	if req.UserData != nil {
-		p.UserData = *req.UserData
-	}
-	for _, ref := range req.SecurityGroups {
-		if a.SecurityGroups[ref.ID] == nil {
-			return refused("security-groups", "Security Group %s not found", ref.ID)
-		}
-		if !slices.Contains(p.SecurityGroups, ref.ID) {
-			p.SecurityGroups = append(p.SecurityGroups, ref.ID)
-		}
-	}
-	for _, ref := range req.AntiAffinityGroups {
-		if a.AntiAffinityGroups[ref.ID] == nil {
-			return refused("anti-affinity-groups", "Anti-affinity Group %s not found", ref.ID)
-		}
-		if n := int64(len(a.groupMembers(ref.ID))); n+*req.Size > MaxInstancesPerAntiAffinityGroup {
-			return refused("anti-affinity-groups", "Anti-affinity Group %s holds %d instances and the pool would add %d, the most a group can hold is %d",
-				ref.ID, n, *req.Size, MaxInstancesPerAntiAffinityGroup)
-		}
-		if !slices.Contains(p.AntiAffinityGroups, ref.ID) {
-			p.AntiAffinityGroups = append(p.AntiAffinityGroups, ref.ID)
-		}
 	}
 	for _, ref := range req.PrivateNetworks {
 		pn := a.PrivateNetworks[ref.ID]
@@ -201,34 +136,6 @@ func (e *Emulator) createInstancePool(c *call) reply {
 		}
 		if !slices.Contains(p.PrivateNetworks, ref.ID) {
 			p.PrivateNetworks = append(p.PrivateNetworks, ref.ID)
-		}
-	}
-	for _, ref := range req.SSHKeys {
-		if a.SSHKeys[ref.Name] == nil {
-			return refused("ssh-keys", "SSH key %q not found", ref.Name)
-		}
-		if !slices.Contains(p.SSHKeys, ref.Name) {
-			p.SSHKeys = append(p.SSHKeys, ref.Name)
-		}
-	}
-	if req.SSHKey != nil {
-		if a.SSHKeys[req.SSHKey.Name] == nil {
-			return refused("ssh-key", "SSH key %q not found", req.SSHKey.Name)
-		}
-		p.SSHKey = req.SSHKey.Name
-	}
-	if req.DeployTarget != nil {
-		if c.deployTarget(req.DeployTarget.ID) == nil {
-			return refused("deploy-target", "Deploy Target %s not found in zone %s", req.DeployTarget.ID, c.zone)
-		}
-		p.DeployTarget = req.DeployTarget.ID
-	}
-	if r := c.checkQuota("instance", int64(len(a.Instances))+p.Size); r != nil {
-		return *r
-	}
-	if it.GPUs > 0 {
-		if r := c.checkQuota("gpu", a.gpusInUse()+it.GPUs*p.Size); r != nil {
-			return *r
 		}
 	}
 	// Every member can be made (the leases of managed networks included):

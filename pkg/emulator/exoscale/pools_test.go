@@ -207,6 +207,10 @@ func TestCreateInstancePoolValidation(t *testing.T) {
 		{"disk too small", map[string]any{"name": "p", "size": 1, "instance-type": map[string]string{"id": string(typeMedium)}, "template": map[string]string{"id": string(ubuntu)}, "disk-size": 5}, "Invalid value in disk-size"},
 		{"prefix with underscore", map[string]any{"name": "p", "size": 1, "instance-type": map[string]string{"id": string(typeMedium)}, "template": map[string]string{"id": string(ubuntu)}, "disk-size": 20, "instance-prefix": "c1_worker"}, "Invalid value in instance-prefix"},
 		{"user data not base64", map[string]any{"name": "p", "size": 1, "instance-type": map[string]string{"id": string(typeMedium)}, "template": map[string]string{"id": string(ubuntu)}, "disk-size": 20, "user-data": "{not base64"}, "Invalid value in user-data"},
+		{"disk size a string", map[string]any{"name": "p", "size": 1, "instance-type": map[string]string{"id": string(typeMedium)}, "template": map[string]string{"id": string(ubuntu)}, "disk-size": "20"},
+			"Invalid value in disk-size (description: `Instances disk size in GiB`)"},
+		{"template id a number", map[string]any{"name": "p", "size": 1, "instance-type": map[string]string{"id": string(typeMedium)}, "template": map[string]int{"id": 1}, "disk-size": 20},
+			"Invalid value in template (description: `Instances template`)"},
 		{"group too full", map[string]any{"name": "p", "size": 2, "instance-type": map[string]string{"id": string(typeMedium)}, "template": map[string]string{"id": string(ubuntu)}, "disk-size": 20, "anti-affinity-groups": []map[string]string{{"id": string(full)}}}, "the most a group can hold is 8"},
 	} {
 		resp, body := v.raw("POST", "/v2/instance-pool", tc.body, true)
