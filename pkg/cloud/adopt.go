@@ -1,6 +1,9 @@
 package cloud
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // What `machine-api-provider adopt` (pkg/adopt) needs of a cloud to bring
 // servers made by Terraform under Machines, without recreating them. A
@@ -76,4 +79,16 @@ type Adopter interface {
 	// and shrinks the pool by one; the last member goes with the pool
 	// itself. It returns once the cloud has done it.
 	EvictPoolMember(ctx context.Context, pool FoundPool, member string) error
+}
+
+// UserKeys is a server's tags or labels without the provider's own
+// (reserved): what its spec carries, and what drift compares.
+func UserKeys[M ~map[string]string](m M, reserved []string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if !slices.Contains(reserved, k) {
+			out[k] = v
+		}
+	}
+	return out
 }

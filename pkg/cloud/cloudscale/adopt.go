@@ -131,7 +131,7 @@ func specOf(s *sdk.Server, images []sdk.CustomImage) map[string]any {
 	if public {
 		spec["useIPV6"] = v6
 	}
-	if tags := userTags(s.Tags); len(tags) > 0 {
+	if tags := cloud.UserKeys(s.Tags, v1beta1.ReservedTags); len(tags) > 0 {
 		spec["tags"] = tags
 	}
 	return spec
@@ -150,17 +150,6 @@ func imageOf(slug string, images []sdk.CustomImage) string {
 	return slug
 }
 
-// userTags are a server's tags without the provider's.
-func userTags(t sdk.TagMap) map[string]string {
-	out := map[string]string{}
-	for k, v := range t {
-		if !slices.Contains(v1beta1.ReservedTags, k) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // Misfits lists what a Machine with spec would report as drift
 // (SpecInSync), and tags the sync would change besides the identity.
 func (c *Client) Misfits(_ context.Context, m cloud.MachineRef, spec cloud.Spec, f *cloud.Found) ([]string, error) {
@@ -173,7 +162,7 @@ func (c *Client) Misfits(_ context.Context, m cloud.MachineRef, spec cloud.Spec,
 		return nil, errors.New("cloudscale: a found server without its record")
 	}
 	misfits := driftOf(m, p, d)
-	if !maps.Equal(userTags(d.Tags), userTags(serverTags(m, p))) {
+	if !maps.Equal(cloud.UserKeys(d.Tags, v1beta1.ReservedTags), cloud.UserKeys(serverTags(m, p), v1beta1.ReservedTags)) {
 		misfits = append(misfits, "tags")
 	}
 	return misfits, nil

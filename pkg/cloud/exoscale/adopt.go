@@ -232,21 +232,10 @@ func (c *Client) specOf(d *instance, sgs []v3.SecurityGroup, networks []v3.Priva
 	if d.DeployTarget != nil && d.DeployTarget.ID != "" {
 		spec["deployTarget"] = map[string]any{"id": string(d.DeployTarget.ID)}
 	}
-	if labels := userLabels(d.Labels); len(labels) > 0 {
+	if labels := cloud.UserKeys(d.Labels, v1beta1.ReservedLabels); len(labels) > 0 {
 		spec["labels"] = labels
 	}
 	return spec
-}
-
-// userLabels are an instance's labels without the provider's.
-func userLabels(l v3.Labels) map[string]string {
-	out := map[string]string{}
-	for k, v := range l {
-		if !slices.Contains(v1beta1.ReservedLabels, k) {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // Misfits lists what a Machine with spec would report as drift
@@ -284,7 +273,7 @@ func (c *Client) Misfits(ctx context.Context, m cloud.MachineRef, spec cloud.Spe
 			misfits = append(misfits, "privateNetworks")
 		}
 	}
-	if !maps.Equal(userLabels(d.Labels), p.Labels) && (len(p.Labels) > 0 || len(userLabels(d.Labels)) > 0) {
+	if !maps.Equal(cloud.UserKeys(d.Labels, v1beta1.ReservedLabels), p.Labels) && (len(p.Labels) > 0 || len(cloud.UserKeys(d.Labels, v1beta1.ReservedLabels)) > 0) {
 		misfits = append(misfits, "labels")
 	}
 	return misfits, nil
