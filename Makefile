@@ -54,10 +54,19 @@ GO_TEST_FLAGS ?= -count=1 -timeout=45m
 all: lint test
 
 # Root module tests; envtest (pkg/testenv) uses the control plane in bin/.
+# pkg/actuator's integration tests (each on a control plane of its own,
+# mostly waiting) took as long as all other packages together: its test
+# binary runs as two processes, half of the tests each (ACTUATOR_HALF),
+# beside the other packages (hack/test-halves.sh).
+ACTUATOR_HALF      ?= ^Test[A-La-l]
+ACTUATOR_TEST_FLAGS = -test.count=1 -test.timeout=45m
 .PHONY: test
 test: tools test-patches test-hack
-	KUBEBUILDER_ASSETS=$(BIN_DIR) KUBE_VERSION=$(KUBE_VERSION) \
-		$(GO) test $(GO_TEST_FLAGS) ./...
+	$(GO) test -c -o $(OUTPUT_DIR)/actuator.test ./pkg/actuator
+	export KUBEBUILDER_ASSETS=$(BIN_DIR) KUBE_VERSION=$(KUBE_VERSION); \
+	hack/test-halves.sh $(OUTPUT_DIR)/actuator.test pkg/actuator '$(ACTUATOR_HALF)' $(ACTUATOR_TEST_FLAGS) & halves=$$!; \
+	rc=0; $(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v '/pkg/actuator$$') || rc=1; \
+	wait $$halves || rc=1; exit $$rc
 
 # The modules of hack/ that are part of a release: the image builder and the
 # release tool (the OLM bundle, validated with operator-framework/api's
@@ -136,14 +145,14 @@ demo: tools build
 # one only): scale-up from zero and back down to zero Machines, Nodes and
 # servers, MachineHealthCheck remediation, Machines and Nodes linked; the
 # phase times of each cloud are printed at the end. Only a CLOUD given by the
-# user narrows it, never a default set in this file. Then, on both clouds,
-# adopting a cluster Terraform made (test/adopt) and installing a new one
-# with the install-time manifests (test/install).
+# user narrows it, never a default set in this file. Beside it (go test runs
+# packages side by side: they mostly wait, and none listens on a fixed
+# port), on both clouds: adopting a cluster Terraform made (test/adopt) and
+# installing a new one with the install-time manifests (test/install).
 E2E_CLOUDS := $(if $(filter command line environment,$(origin CLOUD)),$(CLOUD))
 .PHONY: e2e
 e2e: tools
-	E2E=1 E2E_CLOUDS=$(E2E_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout 30m ./test/e2e/
-	E2E=1 KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout 20m ./test/adopt/ ./test/install/
+	E2E=1 E2E_CLOUDS=$(E2E_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout 30m ./test/e2e/ ./test/adopt/ ./test/install/
 
 # Chaos (test/chaos): two replicas of the manager binary with leader election
 # against each cloud's emulator, which fails a fifth of the requests (5xx, 429
@@ -151,7 +160,7 @@ e2e: tools
 # than the client waits; the replicas are killed with SIGKILL at random
 # moments (mostly the leader), the kube-apiserver is restarted once a cycle,
 # Machines are deleted while their creates are in flight, over cycles of
-# 0 -> N -> 0. A table per cloud; it fails on any duplicate, orphan, leaked
+# 0 -> N -> 0, the two clouds side by side. A table per cloud; it fails on any duplicate, orphan, leaked
 # anti-affinity group or stuck Machine, and keeps the logs of every process.
 # `make chaos` is the short seeded run CI can afford; `make chaos-long` the
 # long one with a new seed each run. CHAOS_SEED (a number, or random),
@@ -244,10 +253,14 @@ $(IMAGE_BIN):
 # on any container exit, failed check or request refused by RBAC (test/matrix).
 MATRIX_TIMEOUT ?= 90m
 MATRIX_CLOUDS   = $(if $(filter command line environment,$(origin CLOUD)),$(CLOUD))
-.PHONY: matrix
-matrix: tools $(foreach e,$(MATRIX_ERAS),mao-$(e)) $(IMAGE_BIN)
+.PHONY: matrix matrix-build
+matrix: tools matrix-build
 	MATRIX=1 MATRIX_ERAS="$(MATRIX_ERAS)" CLOUD=$(MATRIX_CLOUDS) MATRIX_PROVIDER=$(IMAGE_BIN) \
 		KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout $(MATRIX_TIMEOUT) -run '^TestMatrix$$' ./test/matrix/
+
+# What make matrix runs, built: the eras' controllers and the static
+# provider. CI builds them beside the tests, at the lowest priority (.ci/run).
+matrix-build: $(foreach e,$(MATRIX_ERAS),mao-$(e)) $(IMAGE_BIN)
 
 # ---------------------------------------------------------------------------
 # Releases and the OLM bundle (docs/releasing.md).

@@ -21,18 +21,30 @@ import (
 )
 
 // procLog is where the in-process parts (the MachineSet controller,
-// client-go) log: controller-runtime's logger is process-wide and set once,
-// so it writes here and each cloud's run points it at its own file.
+// client-go) log. controller-runtime's and klog's loggers are process-wide
+// and set once: they write to the file of every cloud's run under way (the
+// clouds run side by side), while each run's MachineSet controller writes
+// to its own file only.
 var procLog struct {
 	sync.Mutex
-	w io.Writer
+	files map[io.Writer]bool
 }
 
+// logLine is the process-wide loggers' sink.
 func logLine(prefix, args string) {
 	procLog.Lock()
 	defer procLog.Unlock()
-	if procLog.w != nil {
-		fmt.Fprintln(procLog.w, time.Now().Format("15:04:05.000"), prefix, args)
+	for w := range procLog.files {
+		fmt.Fprintln(w, time.Now().Format("15:04:05.000"), prefix, args)
+	}
+}
+
+// logTo is the sink of one run's own logger.
+func logTo(w io.Writer) func(prefix, args string) {
+	return func(prefix, args string) {
+		procLog.Lock()
+		defer procLog.Unlock()
+		fmt.Fprintln(w, time.Now().Format("15:04:05.000"), prefix, args)
 	}
 }
 
@@ -53,8 +65,15 @@ func TestChaos(t *testing.T) {
 	}
 	fmt.Printf("chaos: seed %d, %d cycle(s) of 0 -> %d -> 0, clouds %s (replay with CHAOS_SEED=%d)\n",
 		cfg.Seed, cfg.Cycles, cfg.Machines, strings.Join(cfg.Clouds, ", "), cfg.Seed)
+	// The clouds run side by side, each on its own control plane, emulator
+	// and managers: a run mostly waits (on boots, leases, the emulator's
+	// slow creates), and the seed fixes each cloud's dice and schedule
+	// apart.
 	for _, name := range cfg.Clouds {
-		t.Run(name, func(t *testing.T) { runCloud(t, cfg, clouds()[name]()) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runCloud(t, cfg, clouds()[name]())
+		})
 	}
 }
 
@@ -82,11 +101,14 @@ func runCloud(t *testing.T, cfg Config, c Cloud) {
 	})
 	procFile := createLog(t, dir, "test-process.log")
 	procLog.Lock()
-	procLog.w = procFile
+	if procLog.files == nil {
+		procLog.files = map[io.Writer]bool{}
+	}
+	procLog.files[procFile] = true
 	procLog.Unlock()
 	t.Cleanup(func() {
 		procLog.Lock()
-		procLog.w = nil
+		delete(procLog.files, procFile)
 		procLog.Unlock()
 	})
 	eventsFile := createLog(t, dir, "events.log")
@@ -101,7 +123,7 @@ func runCloud(t *testing.T, cfg Config, c Cloud) {
 		t.Fatal(err)
 	}
 	cp := startControlPlane(t, dir)
-	startMachineSetController(t, cp, funcr.New(logLine, funcr.Options{Verbosity: 1}).WithName("machineset"))
+	startMachineSetController(t, cp, funcr.New(logTo(procFile), funcr.Options{Verbosity: 1}).WithName("machineset"))
 
 	r := &run{
 		cfg: cfg, cloud: c, cp: cp, events: events,
