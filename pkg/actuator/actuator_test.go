@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/actuator"
@@ -378,18 +377,5 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 // provisioningObserved reports whether the provisioning metric has samples.
 func provisioningObserved(t *testing.T) bool {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == "machine_api_provider_machine_provisioning_duration_seconds" {
-			for _, m := range f.GetMetric() {
-				if m.GetHistogram().GetSampleCount() > 0 {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return fixture.HistogramCount(t, "machine_api_provider_machine_provisioning_duration_seconds", nil) > 0
 }

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/manager"
@@ -79,21 +78,5 @@ func TestDuplicateServersAreResolved(t *testing.T) {
 
 func duplicatesMetric(t *testing.T, action string) float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "machine_api_provider_duplicate_servers_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "action" && l.GetValue() == action {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return fixture.CounterSum(t, "machine_api_provider_duplicate_servers_total", map[string]string{"action": action})
 }

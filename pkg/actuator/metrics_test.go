@@ -7,7 +7,6 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/pkg/manager"
@@ -74,69 +73,25 @@ func TestMachineMetrics(t *testing.T) {
 // tests' namespace; -1 without the series.
 func counter(t *testing.T, metric, machine, reason string) float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
+	s := fixture.Series(t, metric, map[string]string{"name": machine, "namespace": fixture.Namespace, "reason": reason})
+	if len(s) == 0 {
+		return -1
 	}
-	for _, f := range families {
-		if f.GetName() != metric {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["name"] == machine && labels["namespace"] == fixture.Namespace && labels["reason"] == reason {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return -1
+	return s[0].GetCounter().GetValue()
 }
 
 // gauge reads the series of a gauge with the labels; -1 without it.
 func gauge(t *testing.T, metric string, want map[string]string) float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
+	s := fixture.Series(t, metric, want)
+	if len(s) == 0 {
+		return -1
 	}
-	for _, f := range families {
-		if f.GetName() != metric {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue series
-				}
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return -1
+	return s[0].GetGauge().GetValue()
 }
 
 // histogramCount sums the observations of a histogram's series.
 func histogramCount(t *testing.T, metric string) uint64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, f := range families {
-		if f.GetName() == metric {
-			for _, m := range f.GetMetric() {
-				n += m.GetHistogram().GetSampleCount()
-			}
-		}
-	}
-	return n
+	return fixture.HistogramCount(t, metric, nil)
 }

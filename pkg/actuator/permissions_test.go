@@ -9,7 +9,6 @@ import (
 
 	"github.com/cloudscale-ch/cloudscale-go-sdk/v8"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
@@ -52,7 +51,7 @@ func TestReadOnlyTokenCostsWritesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	heldForAuth := counterValue(t, "machine_api_provider_cloud_requests_held_total", map[string]string{"cloud": "cloudscale", "reason": "auth"})
+	heldForAuth := fixture.CounterSum(t, "machine_api_provider_cloud_requests_held_total", map[string]string{"cloud": "cloudscale", "reason": "auth"})
 	e.StartManager(t, manager.Options{})
 	createMachine(t, e, "worker-b", spec(readOnly))
 	fixture.Eventually(t, 60*time.Second, "a PermissionDenied event naming the scope", func() (bool, error) {
@@ -64,44 +63,14 @@ func TestReadOnlyTokenCostsWritesOnly(t *testing.T) {
 	if text := fixture.EventText(e.Events(t, "worker-c")); strings.Contains(text, "Warning") {
 		t.Errorf("worker-c, whose server needs no write, had trouble:\n%s", text)
 	}
-	if d := counterValue(t, "machine_api_provider_cloud_requests_held_total", map[string]string{"cloud": "cloudscale", "reason": "auth"}) - heldForAuth; d != 0 {
+	if d := fixture.CounterSum(t, "machine_api_provider_cloud_requests_held_total", map[string]string{"cloud": "cloudscale", "reason": "auth"}) - heldForAuth; d != 0 {
 		t.Errorf("%v calls held back as if the token were refused", d)
 	}
-	if n := counterValue(t, "machine_api_provider_cloud_permission_denied_total", map[string]string{"cloud": "cloudscale", "operation": "server.create", "permission": "read/write"}); n < 1 {
+	if n := fixture.CounterSum(t, "machine_api_provider_cloud_permission_denied_total", map[string]string{"cloud": "cloudscale", "operation": "server.create", "permission": "read/write"}); n < 1 {
 		t.Errorf("the refused create is not counted by operation and permission")
 	}
 	if p := phase(getMachine(t, e, "worker-b")); p == machinev1.PhaseFailed {
 		t.Errorf("worker-b failed; a permission can be granted, it must wait")
 	}
 	e.AssertNoCanary(t, readOnlyToken, canaryToken, "canary-userdata-4e8a2f")
-}
-
-// counterValue sums the samples of a counter in the manager's registry
-// whose labels include want.
-func counterValue(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	samples:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue samples
-				}
-			}
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
 }

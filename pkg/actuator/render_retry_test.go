@@ -20,14 +20,14 @@ import (
 func TestStarvedRenderIsRetriedNotFailed(t *testing.T) {
 	e := env(t)
 	secret(t, e, "template-user-data", map[string]string{"userData": `{ ignition: { version: '3.4.0' }, hostname: std.extVar('context').machine.metadata.name }`})
-	before := counterValue(t, "machine_api_provider_user_data_render_failures_total", map[string]string{"cloud": "cloudscale", "reason": "timeout"})
+	before := fixture.CounterSum(t, "machine_api_provider_user_data_render_failures_total", map[string]string{"cloud": "cloudscale", "reason": "timeout"})
 	stop := e.StartManager(t, manager.Options{UserDataRenderer: &userdata.Renderer{Timeout: time.Millisecond}})
 	createMachine(t, e, "worker-a", spec(func(s map[string]any) { s["userDataSecret"] = map[string]string{"name": "template-user-data"} }))
 	fixture.Eventually(t, 60*time.Second, "two render failures, or the Machine failed", func() (bool, error) {
 		if phase(getMachine(t, e, "worker-a")) == machinev1.PhaseFailed {
 			return true, nil
 		}
-		return counterValue(t, "machine_api_provider_user_data_render_failures_total", map[string]string{"cloud": "cloudscale", "reason": "timeout"})-before >= 2, nil
+		return fixture.CounterSum(t, "machine_api_provider_user_data_render_failures_total", map[string]string{"cloud": "cloudscale", "reason": "timeout"})-before >= 2, nil
 	})
 	stop()
 	m := getMachine(t, e, "worker-a")

@@ -14,7 +14,6 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
@@ -133,8 +132,8 @@ func TestMissingPermissionCostsThatOperationOnly(t *testing.T) {
 	if err := e.Exoscale.SetPolicy("openshift", policyWithout(t, "delete-anti-affinity-group")); err != nil {
 		t.Fatal(err)
 	}
-	heldForAuth := counter(t, "machine_api_provider_cloud_requests_held_total", map[string]string{"cloud": "exoscale", "reason": "auth"})
-	refusedBefore := counter(t, "machine_api_provider_cloud_permission_denied_total", map[string]string{"cloud": "exoscale", "operation": "antiaffinitygroup.delete"})
+	heldForAuth := fixture.CounterSum(t, "machine_api_provider_cloud_requests_held_total", map[string]string{"cloud": "exoscale", "reason": "auth"})
+	refusedBefore := fixture.CounterSum(t, "machine_api_provider_cloud_permission_denied_total", map[string]string{"cloud": "exoscale", "operation": "antiaffinitygroup.delete"})
 	startManager(t, e, manager.Options{})
 	createMachine(t, e, "worker-x", spec(func(s map[string]any) { s["antiAffinityKey"] = "worker" }))
 	waitPhase(t, e, "worker-x", machinev1.PhaseProvisioned)
@@ -154,10 +153,10 @@ func TestMissingPermissionCostsThatOperationOnly(t *testing.T) {
 	if n := len(e.Exoscale.AntiAffinityGroups()); n != 1 {
 		t.Errorf("%d anti-affinity groups, want the one the role may not delete", n)
 	}
-	if d := counter(t, "machine_api_provider_cloud_requests_held_total", map[string]string{"cloud": "exoscale", "reason": "auth"}) - heldForAuth; d != 0 {
+	if d := fixture.CounterSum(t, "machine_api_provider_cloud_requests_held_total", map[string]string{"cloud": "exoscale", "reason": "auth"}) - heldForAuth; d != 0 {
 		t.Errorf("%v calls held back as if the credentials were refused", d)
 	}
-	if d := counter(t, "machine_api_provider_cloud_permission_denied_total", map[string]string{"cloud": "exoscale", "operation": "antiaffinitygroup.delete"}) - refusedBefore; d < 1 {
+	if d := fixture.CounterSum(t, "machine_api_provider_cloud_permission_denied_total", map[string]string{"cloud": "exoscale", "operation": "antiaffinitygroup.delete"}) - refusedBefore; d < 1 {
 		t.Errorf("the refused group delete is not counted by operation")
 	}
 	if text := fixture.EventText(e.Events(t, "worker-y")); strings.Contains(text, "Warning") {
@@ -172,36 +171,6 @@ func machineGone(t *testing.T, e *fixture.Env, name string) {
 		err := e.Client.Get(context.Background(), types.NamespacedName{Namespace: fixture.Namespace, Name: name}, &machinev1.Machine{})
 		return apierrors.IsNotFound(err), nil
 	})
-}
-
-// counter sums the samples of a counter in the manager's registry whose
-// labels include want.
-func counter(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue metrics
-				}
-			}
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
 }
 
 // testSSHKey is a well-formed OpenSSH public key (of no one).
