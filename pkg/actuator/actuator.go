@@ -326,15 +326,9 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 	if err != nil {
 		return a.fail(m, "FailedUpdate", err)
 	}
-	var server *cloud.Server
-	if v, ok := a.seen.LoadAndDelete(m.UID); ok && v.(seenServer).server != nil && a.now().Sub(v.(seenServer).at) < seenFor {
-		server = v.(seenServer).server
-	} else if server, err = s.server(ctx); err != nil {
-		a.zoneUnavailable(ctx, m, err)
+	server, err := a.currentServer(ctx, s)
+	if err != nil {
 		return a.fail(m, "FailedUpdate", err)
-	}
-	if server == nil {
-		return a.fail(m, "FailedUpdate", fmt.Errorf("the server of this Machine is gone"))
 	}
 	if a.recordedID(m) == "" {
 		// Made by an earlier attempt whose answer was lost, or by a
@@ -363,16 +357,30 @@ func (a *Actuator) updateInvalid(ctx context.Context, m *machinev1.Machine) erro
 	if err != nil {
 		return a.fail(m, "FailedUpdate", err)
 	}
-	var server *cloud.Server
-	if v, ok := a.seen.LoadAndDelete(m.UID); ok && v.(seenServer).server != nil && a.now().Sub(v.(seenServer).at) < seenFor {
-		server = v.(seenServer).server
-	} else if server, err = s.server(ctx); err != nil {
+	server, err := a.currentServer(ctx, s)
+	if err != nil {
 		return a.fail(m, "FailedUpdate", err)
 	}
-	if server == nil {
-		return a.fail(m, "FailedUpdate", fmt.Errorf("the server of this Machine is gone"))
-	}
 	return a.record(ctx, s, server, nil)
+}
+
+// currentServer is the Machine's server for Update: the one Exists found
+// moments ago, else a fresh lookup (a failing zone set on the Machine's
+// condition). A server that is gone is an error.
+func (a *Actuator) currentServer(ctx context.Context, s *scope) (*cloud.Server, error) {
+	m := s.machine
+	if v, ok := a.seen.LoadAndDelete(m.UID); ok && v.(seenServer).server != nil && a.now().Sub(v.(seenServer).at) < seenFor {
+		return v.(seenServer).server, nil
+	}
+	server, err := s.server(ctx)
+	if err != nil {
+		a.zoneUnavailable(ctx, m, err)
+		return nil, err
+	}
+	if server == nil {
+		return nil, fmt.Errorf("the server of this Machine is gone")
+	}
+	return server, nil
 }
 
 // forget drops what the actuator keeps about a Machine that is gone,
