@@ -187,8 +187,11 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	// the create's own waits (an anti-affinity key's lock, the account's
 	// rate limit): a Machine waiting for either holds no slot, and carries
 	// no intent that would hold it a grace period after a restart.
-	var intent string
-	before := func(ctx context.Context) (func(), error) {
+	var (
+		intent string
+		sent   bool
+	)
+	before := func(ctx context.Context) (func(bool), error) {
 		release, err := a.awaitCreateSlot(ctx)
 		if err != nil {
 			return nil, err
@@ -200,12 +203,13 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 			release()
 			return nil, err
 		}
-		return release, nil
+		return func(s bool) { sent = s; release() }, nil
 	}
 	server, created, err := s.client.CreateServer(cloud.WithBeforeCreate(ctx, before), s.ref, s.spec, userData)
 	if err != nil {
-		if intent != "" && cloud.NotPerformed(err) {
-			// The cloud refused the create or never got it.
+		if intent != "" && (!sent || cloud.NotPerformed(err)) {
+			// The create was never sent (a look or a placement before
+			// it failed), or the cloud refused it or never got it.
 			a.settled.Store(m.UID, intent)
 		}
 		return a.refuse(m, a.fail(m, "FailedCreate", err))

@@ -23,8 +23,10 @@ type CreateSteps struct {
 // own: take one of its create slots (waiting for it) and record durably
 // that a create is about to be sent (the actuator's create intent). A create
 // is sent only once it returned without error; done gives the slot back,
-// once the cloud has answered.
-type BeforeCreate func(ctx context.Context) (done func(), err error)
+// once the cloud has answered, and says whether the create was sent at
+// all: a look or a placement that failed before it sent nothing that could
+// still make a server, and the intent need not be waited out.
+type BeforeCreate func(ctx context.Context) (done func(sent bool), err error)
 
 type beforeCreateKey struct{}
 
@@ -65,12 +67,13 @@ func Create(ctx context.Context, gate *Gate, locks *GroupLocks, key *GroupKey, s
 	if err != nil {
 		return nil, false, err
 	}
+	sent := false
 	if before, ok := ctx.Value(beforeCreateKey{}).(BeforeCreate); ok && before != nil {
 		done, err := before(ctx)
 		if err != nil {
 			return nil, false, err
 		}
-		defer done()
+		defer func() { done(sent) }()
 	}
 	found, err := steps.Look(ctx)
 	if err != nil {
@@ -85,6 +88,7 @@ func Create(ctx context.Context, gate *Gate, locks *GroupLocks, key *GroupKey, s
 			return nil, false, err
 		}
 	}
+	sent = true
 	s, err := steps.Send(ctx, group)
 	if err != nil {
 		if isNew && NotPerformed(err) {
