@@ -189,7 +189,8 @@ func (c *Client) server(d *instance) *cloud.Server {
 }
 
 // GetServer reads an instance by ID, in its zone if the client knows it,
-// else in every zone until it is found. An instance being destroyed is not
+// else in every zone until it is found (a zone whose list just failed is
+// not asked: its failure stands). An instance being destroyed is not
 // found. When it is in no zone that answered and some zone failed, that
 // zone's failure is the answer, not ErrNotFound: an instance that cannot be
 // seen is never taken for gone.
@@ -220,6 +221,14 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 	}
 	var zoneErr error
 	for _, z := range zones {
+		if ze := c.zones.downNow(z, c.now()); ze != nil && len(zones) > 1 {
+			// Its list just failed: asking it would cost its timeout
+			// (and the read retries) for the failure the list got.
+			if zoneErr == nil {
+				zoneErr = ze
+			}
+			continue
+		}
 		d, err := c.getInstance(ctx, z, id)
 		if cloud.IsNotFound(err) {
 			continue
