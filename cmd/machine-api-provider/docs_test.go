@@ -245,6 +245,11 @@ func checkYAMLObjects(t *testing.T, root string, docs []doc) {
 		}
 	}
 	t.Logf("%d YAML objects of the docs checked against config/", checked)
+	if checked == 0 {
+		// a renamed object or a changed overlay would leave this check
+		// with nothing to compare, passing for ever
+		t.Error("no YAML block of the docs shows an object config/overlays/cloudscale renders: the check compared nothing")
+	}
 }
 
 // subsetDiff lists where got (a doc's) has a field that want (rendered)

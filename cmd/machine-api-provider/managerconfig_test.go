@@ -138,6 +138,22 @@ func TestManagerConfigThroughTheDeployer(t *testing.T) {
 		}
 		waitConfigMapEvent(t, c, ns, tc.want)
 	}
+	// A credential pasted under a key the manager does not know is refused
+	// by its name alone: its value reaches no condition and no event.
+	const pasted = "pasted-api-token-4f1c9e"
+	updateConfigMap(t, c, ns, map[string]string{"cloudscale-api-token": pasted, "cloud-api-qps": "25"})
+	cond := waitConfigCondition(t, c, ns, metav1.ConditionFalse, deployer.ReasonConfigInvalid, "unknown flag: --cloudscale-api-token")
+	if strings.Contains(cond.Message, pasted) {
+		t.Errorf("the condition shows the value of the unknown key: %s", cond.Message)
+	}
+	waitConfigMapEvent(t, c, ns, "unknown flag: --cloudscale-api-token")
+	events := &corev1.EventList{}
+	must(t, c.List(ctx, events, client.InNamespace(ns)))
+	for _, ev := range events.Items {
+		if strings.Contains(ev.Message, pasted) {
+			t.Errorf("event %s on %s shows the value of the unknown key: %s", ev.Reason, ev.InvolvedObject.Name, ev.Message)
+		}
+	}
 	if got := configGauge(t, deployer.ReasonConfigInvalid); got != 0 {
 		t.Errorf("machine_api_provider_deployer_condition{condition=ManagerConfigValid,reason=ConfigInvalid} = %v, want 0", got)
 	}

@@ -86,7 +86,7 @@ func TestServe(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"uid":"1"`) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"uid":"1"`) || !strings.Contains(string(body), `"allowed":true`) {
 		t.Errorf("the validating webhook: %s %s", resp.Status, body)
 	}
 	if _, body, err := get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)); err != nil || !strings.Contains(body, "controller_runtime_webhook_requests_total") {

@@ -124,7 +124,11 @@ func parseManagerConfig(cm *corev1.ConfigMap, base []string, check func([]string
 		return nil, fmt.Errorf("this deployer cannot check the manager's flags (no CheckManagerArgs): none is taken")
 	}
 	if err := check(append(slices.Clone(base), c.Args()...)); err != nil {
-		return nil, fmt.Errorf("the manager would refuse %s: %w", c, err)
+		// by the keys alone: a value under a key the manager does not
+		// know (a token pasted in the wrong place) must reach no status,
+		// event or log line; the manager's own error names a bad value
+		// of a flag it knows
+		return nil, fmt.Errorf("the manager would refuse --%s: %w", strings.Join(slices.Sorted(maps.Keys(c)), ", --"), err)
 	}
 	return c, nil
 }

@@ -196,14 +196,23 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 					continue
 				}
 				if !present[o.ServerID] {
-					if partial != nil {
-						// Perhaps in a zone that did not answer.
+					// A list need not show every server: a zone did not
+					// answer, or the list left out a zone no Machine uses
+					// (Exoscale lists those only now and then). Only the
+					// cloud's answer about the server itself says it is
+					// gone; forgetting it would restart its time to
+					// deletion.
+					_, err := acc.Client.GetServer(ctx, o.ServerID)
+					switch {
+					case cloud.IsNotFound(err):
+						gone = append(gone, o.ServerID)
+						continue
+					case err != nil:
+						keep(err)
 						seen[o.ServerID] = true
 						rep.Orphans = append(rep.Orphans, o)
 						continue
 					}
-					gone = append(gone, o.ServerID)
-					continue
 				}
 				if machines[cluster][o.Machine] {
 					// A Machine of that name exists again: not an orphan.
