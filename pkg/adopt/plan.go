@@ -216,7 +216,10 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 	}
 	for _, k := range order {
 		g := groups[k]
-		if g.Pool != nil && names[g.Name] > 1 {
+		if g.Pool != nil && names[g.Name] > 1 && !replacesPool(existingMachineSet(cl, g.Name), g.Pool.ID) {
+			// Another group of the role and zone has the name; but the
+			// Machines a replacement begun before has made are of this
+			// pool's own MachineSet: it goes on with that one.
 			g.Name += "-pool"
 		}
 		if err := a.planGroup(ctx, g, cl); err != nil {
@@ -225,6 +228,12 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 		p.Groups = append(p.Groups, g)
 	}
 	return p, nil
+}
+
+// replacesPool says whether a MachineSet is the one replacing the pool's
+// members (PoolAnnotation).
+func replacesPool(ms *machinev1beta1.MachineSet, poolID string) bool {
+	return ms != nil && ms.Annotations[PoolAnnotation] == poolID
 }
 
 func boolInt(b bool) int {

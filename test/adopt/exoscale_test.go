@@ -198,9 +198,41 @@ func TestAdoptExoscale(t *testing.T) {
 	}
 
 	e.Harness().ResetRequests()
+	// The first run stops after the first pool member is replaced (a
+	// crash, a ^C): the replacement's Machine and Node are there, two
+	// members are left. The next run must finish the job with the same
+	// MachineSet.
+	ctx, stop := context.WithCancel(e.ctx)
+	cut := &cancelAt{w: &out, at: "replaced (1 of 3)", cancel: stop}
+	ap := e.adopter(prov, exoClusterID, cut)
+	p1, err := ap.Plan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := ap.Apply(ctx, p1)
+	stop()
+	if err == nil || r1.Replaced != 1 {
+		t.Fatalf("the interrupted run: %+v, %v; want one member replaced, then context canceled", r1, err)
+	}
 	_, _, r := e.run(e.adopter(prov, exoClusterID, &out))
+	r.MachinesCreated += r1.MachinesCreated
+	r.MachineSetsCreated += r1.MachineSetsCreated
+	r.CPMSCreated += r1.CPMSCreated
+	r.IdentitiesSet += r1.IdentitiesSet
+	r.Replaced += r1.Replaced
 	if r.MachinesCreated != 5 || r.MachineSetsCreated != 2 || r.CPMSCreated != 1 || r.IdentitiesSet != 5 || r.Replaced != 3 {
-		t.Errorf("report %+v: want 5 Machines adopted (3 masters, 2 infra), 2 MachineSets, 1 CPMS, 5 instances labelled, 3 pool members replaced", r)
+		t.Errorf("reports %+v: want 5 Machines adopted (3 masters, 2 infra), 2 MachineSets, 1 CPMS, 5 instances labelled, 3 pool members replaced", r)
+	}
+	var sets machinev1beta1.MachineSetList
+	if err := e.Client.List(e.ctx, &sets, client.InNamespace(demo.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(sets.Items) != 2 {
+		var names []string
+		for _, ms := range sets.Items {
+			names = append(names, ms.Name)
+		}
+		t.Errorf("MachineSets %v, want the infra and the worker one", names)
 	}
 	writes := e.writes()
 	t.Logf("cloud writes while adopting: %v", writes)
@@ -282,4 +314,18 @@ func TestAdoptExoscale(t *testing.T) {
 	if c, d := e.Harness().Count("POST /v2/instance"), e.Harness().Count("DELETE /v2/instance/{id}"); c != 1 || d != 1 {
 		t.Errorf("scaling 2 -> 3 -> 2: %d creates, %d deletes, want 1 and 1", c, d)
 	}
+}
+
+// cancelAt cancels when what it passes on says at: it stops a run there.
+type cancelAt struct {
+	w      *bytes.Buffer
+	at     string
+	cancel context.CancelFunc
+}
+
+func (c *cancelAt) Write(b []byte) (int, error) {
+	if strings.Contains(string(b), c.at) {
+		defer c.cancel()
+	}
+	return c.w.Write(b)
 }
