@@ -214,7 +214,17 @@ func TestAdoptExoscale(t *testing.T) {
 	if err == nil || r1.Replaced != 1 {
 		t.Fatalf("the interrupted run: %+v, %v; want one member replaced, then context canceled", r1, err)
 	}
-	_, _, r := e.run(e.adopter(prov, exoClusterID, &out))
+	_, text, r := e.run(e.adopter(prov, exoClusterID, &out))
+	// What the servers booted with (its pieces, plain or base64) and the
+	// credentials reach neither the plan nor the progress: only the user
+	// data secret's name does.
+	shown := out.String() + text
+	for _, s := range []string{"DEVICE=ens4", base64.StdEncoding.EncodeToString([]byte("DEVICE=ens4\nBOOTPROTO=dhcp\n")), "MIIBfakeCA",
+		base64.StdEncoding.EncodeToString([]byte(fakeCA)), emuexo.DefaultAPISecret} {
+		if strings.Contains(shown, s) {
+			t.Errorf("the plan or the progress shows %q", s)
+		}
+	}
 	r.MachinesCreated += r1.MachinesCreated
 	r.MachineSetsCreated += r1.MachineSetsCreated
 	r.CPMSCreated += r1.CPMSCreated
