@@ -3,6 +3,7 @@ package adopt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -55,7 +56,7 @@ func (a *Adopter) applyReplace(ctx context.Context, g *Group, r *Report) error {
 		if err != nil {
 			return err
 		}
-		if !contains(left, m.Found.ID) {
+		if !slices.Contains(left, m.Found.ID) {
 			continue
 		}
 		want := int32(start - len(left) + 1)
@@ -80,15 +81,6 @@ func (a *Adopter) applyReplace(ctx context.Context, g *Group, r *Report) error {
 		a.progress("%s: %s replaced (%d of %d): drained, evicted from instance pool %s", g.Name, m.Found.Name, start-len(left)+1, start, g.Pool.Name)
 	}
 	return nil
-}
-
-func contains(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // poolLeft are the pool's members that are still there.
