@@ -314,6 +314,27 @@ func (e *env) scale(name string, n int32) {
 	}
 }
 
+// scalesLikeAnyOther scales an adopted MachineSet of n replicas up by one
+// and back: one server made (its Node's certificates approved), one
+// deleted, counted by the cloud's create and delete routes.
+func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute string) {
+	e.t.Helper()
+	e.Harness().ResetRequests()
+	for _, want := range []int32{n + 1, n} {
+		e.scale(ms, want)
+		e.eventually(2*time.Minute, fmt.Sprintf("%d Running Machines of %s", want, ms), func() (bool, string) {
+			r, all := e.runningMachines(ms)
+			return r == int(want) && all == int(want), fmt.Sprintf("%d of %d running", r, all)
+		})
+		if want > n {
+			e.assertApproved()
+		}
+	}
+	if c, d := e.Harness().Count(createRoute), e.Harness().Count(deleteRoute); c != 1 || d != 1 {
+		e.t.Errorf("scaling %s %d -> %d -> %d: %d creates, %d deletes, want 1 and 1", ms, n, n+1, n, c, d)
+	}
+}
+
 // eventually polls cond every 500 ms until it holds or timeout passes.
 func (e *env) eventually(timeout time.Duration, what string, cond func() (bool, string)) {
 	e.t.Helper()

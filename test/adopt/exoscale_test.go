@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -309,21 +308,7 @@ func TestAdoptExoscale(t *testing.T) {
 	}
 
 	// The adopted MachineSet scales like any other.
-	e.Harness().ResetRequests()
-	e.scale("c-blue-5678-infra-gva2", 3)
-	e.eventually(2*time.Minute, "3 Running infra Machines", func() (bool, string) {
-		r, n := e.runningMachines("c-blue-5678-infra-gva2")
-		return r == 3 && n == 3, fmt.Sprintf("%d of %d running", r, n)
-	})
-	e.assertApproved()
-	e.scale("c-blue-5678-infra-gva2", 2)
-	e.eventually(2*time.Minute, "2 infra Machines", func() (bool, string) {
-		r, n := e.runningMachines("c-blue-5678-infra-gva2")
-		return r == 2 && n == 2, fmt.Sprintf("%d of %d running", r, n)
-	})
-	if c, d := e.Harness().Count("POST /v2/instance"), e.Harness().Count("DELETE /v2/instance/{id}"); c != 1 || d != 1 {
-		t.Errorf("scaling 2 -> 3 -> 2: %d creates, %d deletes, want 1 and 1", c, d)
-	}
+	e.scalesLikeAnyOther("c-blue-5678-infra-gva2", 2, "POST /v2/instance", "DELETE /v2/instance/{id}")
 }
 
 // cancelAt cancels when what it passes on says at: it stops a run there.
