@@ -37,6 +37,11 @@ const (
 	// the replacement began.
 	PoolAnnotation     = "machine.appuio.io/replaces-instance-pool"
 	PoolSizeAnnotation = "machine.appuio.io/replaces-instance-pool-size"
+	// EvictingAnnotation on such a MachineSet records, before a member is
+	// evicted, "<member ID> <Node>": a run that stops after the eviction
+	// (the member gone from the survey, its group perhaps with it) still
+	// deletes the member's Node.
+	EvictingAnnotation = "machine.appuio.io/evicting-pool-member"
 	// MasterHook is the pre-drain lifecycle hook of adopted masters: a
 	// deleted master Machine waits at it, so its server stays until
 	// someone removes the hook.

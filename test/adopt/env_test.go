@@ -172,7 +172,13 @@ func (e *env) node(name, providerID string, roles []string, ips ...string) {
 // adopter is adopt on the cluster, acting with the emulator's credentials.
 func (e *env) adopter(c cloud.Cloud, clusterID string, out io.Writer) *adopt.Adopter {
 	e.t.Helper()
-	a, err := adopt.New(e.ctx, e.kube, c, adopt.Options{ClusterID: clusterID, Wait: 3 * time.Minute, Poll: 500 * time.Millisecond, Out: out, Log: e.log})
+	return e.adopterWith(e.kube, c, clusterID, out)
+}
+
+// adopterWith is adopter with another client of the cluster.
+func (e *env) adopterWith(kube client.Client, c cloud.Cloud, clusterID string, out io.Writer) *adopt.Adopter {
+	e.t.Helper()
+	a, err := adopt.New(e.ctx, kube, c, adopt.Options{ClusterID: clusterID, Wait: 3 * time.Minute, Poll: 500 * time.Millisecond, Out: out, Log: e.log})
 	if err != nil {
 		e.t.Fatal(err)
 	}

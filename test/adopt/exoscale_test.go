@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,21 +199,18 @@ func TestAdoptExoscale(t *testing.T) {
 	}
 
 	e.Harness().ResetRequests()
-	// The first run stops after the first pool member is replaced (a
-	// crash, a ^C): the replacement's Machine and Node are there, two
-	// members are left. The next run must finish the job with the same
-	// MachineSet.
-	ctx, stop := context.WithCancel(e.ctx)
-	cut := &cancelAt{w: &out, at: "replaced (1 of 3)", cancel: stop}
-	ap := e.adopter(prov, exoClusterID, cut)
-	p1, err := ap.Plan(ctx)
+	// The first run stops right after it evicted the first pool member
+	// (a crash, a ^C, the answer lost): the replacement's Machine and
+	// Node are there, the evicted member's Node too, two members are
+	// left. The next run must finish the job with the same MachineSet.
+	ap := e.adopterWith(&loseNodeDelete{Client: e.kube}, prov, exoClusterID, &out)
+	p1, err := ap.Plan(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1, err := ap.Apply(ctx, p1)
-	stop()
-	if err == nil || r1.Replaced != 1 {
-		t.Fatalf("the interrupted run: %+v, %v; want one member replaced, then context canceled", r1, err)
+	r1, err := ap.Apply(e.ctx, p1)
+	if err == nil || r1.Replaced != 0 {
+		t.Fatalf("the interrupted run: %+v, %v; want it stopped at the first evicted member's Node", r1, err)
 	}
 	_, text, r := e.run(e.adopter(prov, exoClusterID, &out))
 	// What the servers booted with (its pieces, plain or base64) and the
@@ -311,16 +310,16 @@ func TestAdoptExoscale(t *testing.T) {
 	e.scalesLikeAnyOther("c-blue-5678-infra-gva2", 2, "POST /v2/instance", "DELETE /v2/instance/{id}")
 }
 
-// cancelAt cancels when what it passes on says at: it stops a run there.
-type cancelAt struct {
-	w      *bytes.Buffer
-	at     string
-	cancel context.CancelFunc
+// loseNodeDelete fails the first deletion of a Node, as a run that stops
+// right before it.
+type loseNodeDelete struct {
+	client.Client
+	lost atomic.Bool
 }
 
-func (c *cancelAt) Write(b []byte) (int, error) {
-	if strings.Contains(string(b), c.at) {
-		defer c.cancel()
+func (l *loseNodeDelete) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if _, node := obj.(*corev1.Node); node && l.lost.CompareAndSwap(false, true) {
+		return errors.New("lost: the run stopped here")
 	}
-	return c.w.Write(b)
+	return l.Client.Delete(ctx, obj, opts...)
 }
