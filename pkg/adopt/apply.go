@@ -41,6 +41,7 @@ func (r *Report) Changed() bool {
 // the report lists every error.
 func (a *Adopter) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	r := &Report{}
+	a.finishEvictions(ctx, r)
 	for _, g := range p.Groups {
 		var err error
 		switch {

@@ -37,6 +37,11 @@ const (
 	// the replacement began.
 	PoolAnnotation     = "machine.appuio.io/replaces-instance-pool"
 	PoolSizeAnnotation = "machine.appuio.io/replaces-instance-pool-size"
+	// EvictingAnnotation on such a MachineSet records, before a member is
+	// evicted, "<member ID> <Node>": a run that stops after the eviction
+	// (the member gone from the survey, its group perhaps with it) still
+	// deletes the member's Node.
+	EvictingAnnotation = "machine.appuio.io/evicting-pool-member"
 	// MasterHook is the pre-drain lifecycle hook of adopted masters: a
 	// deleted master Machine waits at it, so its server stays until
 	// someone removes the hook.
@@ -216,7 +221,10 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 	}
 	for _, k := range order {
 		g := groups[k]
-		if g.Pool != nil && names[g.Name] > 1 {
+		if g.Pool != nil && names[g.Name] > 1 && !replacesPool(existingMachineSet(cl, g.Name), g.Pool.ID) {
+			// Another group of the role and zone has the name; but the
+			// Machines a replacement begun before has made are of this
+			// pool's own MachineSet: it goes on with that one.
 			g.Name += "-pool"
 		}
 		if err := a.planGroup(ctx, g, cl); err != nil {
@@ -225,6 +233,12 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 		p.Groups = append(p.Groups, g)
 	}
 	return p, nil
+}
+
+// replacesPool says whether a MachineSet is the one replacing the pool's
+// members (PoolAnnotation).
+func replacesPool(ms *machinev1beta1.MachineSet, poolID string) bool {
+	return ms != nil && ms.Annotations[PoolAnnotation] == poolID
 }
 
 func boolInt(b bool) int {

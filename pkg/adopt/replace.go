@@ -3,7 +3,9 @@ package adopt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,15 +49,31 @@ func (a *Adopter) applyReplace(ctx context.Context, g *Group, r *Report) error {
 	if err != nil {
 		return fmt.Errorf("the MachineSet %s: annotation %s: %w", g.Name, PoolSizeAnnotation, err)
 	}
+	id, node, resume := strings.Cut(ms.Annotations[EvictingAnnotation], " ")
+	if resume {
+		// A run before stopped at this member, drained and replaced
+		// already: whether the pool let it go or not, it goes now.
+		if err := a.a.EvictPoolMember(ctx, *g.Pool, id); err != nil {
+			return fmt.Errorf("evicting %s from instance pool %s: %w", id, g.Pool.Name, err)
+		}
+		if err := a.forgetEvicted(ctx, g.Name, node); err != nil {
+			return err
+		}
+		r.Replaced++
+		a.progress("%s: the member %s evicted before is gone, its Node %s deleted", g.Name, id, node)
+	}
 	for _, m := range g.Members {
-		if m.Action != ActReplace {
+		if m.Action != ActReplace || resume && m.Found.ID == id {
 			continue
 		}
 		left, err := a.poolLeft(ctx, g)
 		if err != nil {
 			return err
 		}
-		if !contains(left, m.Found.ID) {
+		// The member evicted above may still be being destroyed: it
+		// counts as gone.
+		left = slices.DeleteFunc(left, func(x string) bool { return resume && x == id })
+		if !slices.Contains(left, m.Found.ID) {
 			continue
 		}
 		want := int32(start - len(left) + 1)
@@ -68,13 +86,14 @@ func (a *Adopter) applyReplace(ctx context.Context, g *Group, r *Report) error {
 		if err := a.drain(ctx, m.Node.Name); err != nil {
 			return fmt.Errorf("draining %s: %w", m.Node.Name, err)
 		}
+		if err := a.annotate(ctx, g.Name, m.Found.ID+" "+m.Node.Name); err != nil {
+			return err
+		}
 		if err := a.a.EvictPoolMember(ctx, *g.Pool, m.Found.ID); err != nil {
 			return fmt.Errorf("evicting %s from instance pool %s: %w", m.Found.Name, g.Pool.Name, err)
 		}
-		// The kubelet is gone with its instance; without a cloud
-		// controller manager its Node would stay NotReady forever.
-		if err := a.kube.Delete(ctx, m.Node); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting the Node %s of the evicted member: %w", m.Node.Name, err)
+		if err := a.forgetEvicted(ctx, g.Name, m.Node.Name); err != nil {
+			return err
 		}
 		r.Replaced++
 		a.progress("%s: %s replaced (%d of %d): drained, evicted from instance pool %s", g.Name, m.Found.Name, start-len(left)+1, start, g.Pool.Name)
@@ -82,13 +101,69 @@ func (a *Adopter) applyReplace(ctx context.Context, g *Group, r *Report) error {
 	return nil
 }
 
-func contains(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
+// annotate sets the MachineSet's EvictingAnnotation to value, or removes it
+// when value is "".
+func (a *Adopter) annotate(ctx context.Context, name, value string) error {
+	var ms machinev1beta1.MachineSet
+	if err := a.kube.Get(ctx, client.ObjectKey{Namespace: a.o.Namespace, Name: name}, &ms); err != nil {
+		return err
 	}
-	return false
+	if ms.Annotations[EvictingAnnotation] == value {
+		return nil
+	}
+	patch := client.MergeFrom(ms.DeepCopy())
+	if value == "" {
+		delete(ms.Annotations, EvictingAnnotation)
+	} else {
+		metav1.SetMetaDataAnnotation(&ms.ObjectMeta, EvictingAnnotation, value)
+	}
+	if err := a.kube.Patch(ctx, &ms, patch); err != nil {
+		return fmt.Errorf("recording the eviction on the MachineSet %s: %w", name, err)
+	}
+	return nil
+}
+
+// forgetEvicted deletes the Node of an evicted member, then the record of
+// the eviction. The kubelet is gone with its instance; without a cloud
+// controller manager its Node would stay NotReady forever.
+func (a *Adopter) forgetEvicted(ctx context.Context, ms, node string) error {
+	err := a.kube.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the Node %s of the evicted member: %w", node, err)
+	}
+	return a.annotate(ctx, ms, "")
+}
+
+// finishEvictions finishes what a run before stopped after: the member a
+// MachineSet records as evicting is gone, its Node is not yet; its pool
+// (and so its group) may be gone too. A member still there is left to
+// applyReplace, which evicts it (again).
+func (a *Adopter) finishEvictions(ctx context.Context, r *Report) {
+	var sets machinev1beta1.MachineSetList
+	if err := a.kube.List(ctx, &sets, client.InNamespace(a.o.Namespace)); err != nil {
+		r.Errors = append(r.Errors, fmt.Errorf("listing MachineSets: %w", err))
+		return
+	}
+	for _, ms := range sets.Items {
+		id, node, ok := strings.Cut(ms.Annotations[EvictingAnnotation], " ")
+		if !ok {
+			continue
+		}
+		_, err := a.c.GetServer(ctx, id)
+		switch {
+		case err == nil:
+			continue
+		case !cloud.IsNotFound(err):
+			r.Errors = append(r.Errors, fmt.Errorf("%s: looking up the evicted member %s: %w", ms.Name, id, err))
+			continue
+		}
+		if err := a.forgetEvicted(ctx, ms.Name, node); err != nil {
+			r.Errors = append(r.Errors, fmt.Errorf("%s: %w", ms.Name, err))
+			continue
+		}
+		r.Replaced++
+		a.progress("%s: the Node %s of the member evicted before is deleted", ms.Name, node)
+	}
 }
 
 // poolLeft are the pool's members that are still there.

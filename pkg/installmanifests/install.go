@@ -129,15 +129,36 @@ func Write(dir string, files []File) error {
 		return err
 	}
 	for _, f := range files {
-		mode := os.FileMode(0o644)
-		if f.Secret {
-			mode = 0o600
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, mode); err != nil {
+		if err := writeFile(filepath.Join(dir, f.Name), f.Data, f.Secret); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeFile is os.WriteFile, 0644 (less the umask), or 0600 for a secret;
+// a secret's file that exists already is made its owner's before the data
+// goes in (os.WriteFile keeps an existing file's mode).
+func writeFile(name string, data []byte, secret bool) error {
+	mode := os.FileMode(0o644)
+	if secret {
+		mode = 0o600
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if secret {
+		if err := f.Chmod(mode); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // failOpen sets every webhook of a configuration to failurePolicy Ignore:

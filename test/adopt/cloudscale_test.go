@@ -257,21 +257,7 @@ func TestAdoptCloudscale(t *testing.T) {
 	}
 
 	// The adopted MachineSet scales like any other.
-	e.Harness().ResetRequests()
-	e.scale("c-green-1234-worker-rma1", 4)
-	e.eventually(2*time.Minute, "4 Running worker Machines", func() (bool, string) {
-		r, n := e.runningMachines("c-green-1234-worker-rma1")
-		return r == 4 && n == 4, fmt.Sprintf("%d of %d running", r, n)
-	})
-	e.assertApproved()
-	e.scale("c-green-1234-worker-rma1", 3)
-	e.eventually(2*time.Minute, "3 worker Machines", func() (bool, string) {
-		r, n := e.runningMachines("c-green-1234-worker-rma1")
-		return r == 3 && n == 3, fmt.Sprintf("%d of %d running", r, n)
-	})
-	if c, d := e.Harness().Count("POST /v1/servers"), e.Harness().Count("DELETE /v1/servers/{uuid}"); c != 1 || d != 1 {
-		t.Errorf("scaling 3 -> 4 -> 3: %d creates, %d deletes, want 1 and 1", c, d)
-	}
+	e.scalesLikeAnyOther("c-green-1234-worker-rma1", 3, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
 	if !slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && g.CPMS != nil }) {
 		t.Errorf("no ControlPlaneMachineSet planned")
 	}

@@ -172,7 +172,13 @@ func (e *env) node(name, providerID string, roles []string, ips ...string) {
 // adopter is adopt on the cluster, acting with the emulator's credentials.
 func (e *env) adopter(c cloud.Cloud, clusterID string, out io.Writer) *adopt.Adopter {
 	e.t.Helper()
-	a, err := adopt.New(e.ctx, e.kube, c, adopt.Options{ClusterID: clusterID, Wait: 3 * time.Minute, Poll: 500 * time.Millisecond, Out: out, Log: e.log})
+	return e.adopterWith(e.kube, c, clusterID, out)
+}
+
+// adopterWith is adopter with another client of the cluster.
+func (e *env) adopterWith(kube client.Client, c cloud.Cloud, clusterID string, out io.Writer) *adopt.Adopter {
+	e.t.Helper()
+	a, err := adopt.New(e.ctx, kube, c, adopt.Options{ClusterID: clusterID, Wait: 3 * time.Minute, Poll: 500 * time.Millisecond, Out: out, Log: e.log})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -311,6 +317,27 @@ func (e *env) scale(name string, n int32) {
 	ms.Spec.Replicas = &n
 	if err := e.Client.Patch(e.ctx, &ms, patch); err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+// scalesLikeAnyOther scales an adopted MachineSet of n replicas up by one
+// and back: one server made (its Node's certificates approved), one
+// deleted, counted by the cloud's create and delete routes.
+func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute string) {
+	e.t.Helper()
+	e.Harness().ResetRequests()
+	for _, want := range []int32{n + 1, n} {
+		e.scale(ms, want)
+		e.eventually(2*time.Minute, fmt.Sprintf("%d Running Machines of %s", want, ms), func() (bool, string) {
+			r, all := e.runningMachines(ms)
+			return r == int(want) && all == int(want), fmt.Sprintf("%d of %d running", r, all)
+		})
+		if want > n {
+			e.assertApproved()
+		}
+	}
+	if c, d := e.Harness().Count(createRoute), e.Harness().Count(deleteRoute); c != 1 || d != 1 {
+		e.t.Errorf("scaling %s %d -> %d -> %d: %d creates, %d deletes, want 1 and 1", ms, n, n+1, n, c, d)
 	}
 }
 

@@ -343,6 +343,11 @@ func (c *Client) EvictPoolMember(ctx context.Context, pool cloud.FoundPool, memb
 		p, err = zc.GetInstancePool(ctx, v3.UUID(pool.ID))
 		return err
 	})
+	if cloud.IsNotFound(err) {
+		// Deleted with its last member already (an earlier run whose
+		// answer was lost).
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -352,6 +357,16 @@ func (c *Client) EvictPoolMember(ctx context.Context, pool cloud.FoundPool, memb
 	}
 	if !slices.Contains(live, v3.UUID(member)) {
 		// Evicted already (an earlier run whose answer was lost).
+		return nil
+	}
+	// The pool lists its members being destroyed too, and refuses to
+	// evict them: one is leaving already.
+	switch d, err := c.getInstance(ctx, pool.Zone, member); {
+	case cloud.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case d.State == v3.InstanceStateDestroying:
 		return nil
 	}
 	var op *v3.Operation
