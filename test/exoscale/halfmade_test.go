@@ -103,7 +103,7 @@ func TestRefusedAttachDeletesTheInstance(t *testing.T) {
 	if err := e.Client.Delete(ctx, getMachine(t, e, "worker-a")); err != nil {
 		t.Fatal(err)
 	}
-	machineGone(t, e, "worker-a")
+	e.WaitMachineGone(t, "worker-a", 60*time.Second)
 	if n := e.Exoscale.CountInstances(); n != 1 {
 		t.Errorf("%d instances, want only someone-else's", n)
 	}

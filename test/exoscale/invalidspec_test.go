@@ -67,7 +67,7 @@ func TestSpecThatStopsValidatingLeavesTheInstanceAlone(t *testing.T) {
 	if err := e.Client.Delete(ctx, getMachine(t, e, "worker-a")); err != nil {
 		t.Fatal(err)
 	}
-	machineGone(t, e, "worker-a")
+	e.WaitMachineGone(t, "worker-a", 60*time.Second)
 	if n := e.Exoscale.CountInstances(); n != 0 {
 		t.Errorf("%d instances left after the Machine went", n)
 	}
