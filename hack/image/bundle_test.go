@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -65,8 +67,15 @@ func TestBundleImage(t *testing.T) {
 		if !h.ModTime.Equal(created) || h.Uid != 0 || h.Gid != 0 {
 			t.Errorf("%s: mtime %v, owner %d:%d", h.Name, h.ModTime, h.Uid, h.Gid)
 		}
+		if want := int64(0o644); h.Typeflag == tar.TypeDir && h.Mode != 0o755 || h.Typeflag != tar.TypeDir && h.Mode != want {
+			t.Errorf("%s: mode %o (the file on disk is 0600)", h.Name, h.Mode)
+		}
 		data, _ := io.ReadAll(tr)
 		files[h.Name] = string(data)
+	}
+	names := slices.Sorted(maps.Keys(files))
+	if want := []string{"manifests", "manifests/x.clusterserviceversion.yaml", "metadata", "metadata/annotations.yaml"}; !slices.Equal(names, want) {
+		t.Errorf("the layer holds %v, want %v", names, want)
 	}
 	if files["manifests/x.clusterserviceversion.yaml"] != "kind: ClusterServiceVersion\n" || files["metadata/annotations.yaml"] == "" {
 		t.Errorf("files %v", files)
