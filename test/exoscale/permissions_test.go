@@ -107,9 +107,7 @@ func TestDocumentedRolePolicySuffices(t *testing.T) {
 		insts := instancesOf(e, "worker-a")
 		return len(insts) == 1 && insts[0].Labels["team"] == "b", nil
 	})
-	if err := e.Client.Delete(ctx, getMachine(t, e, "worker-a")); err != nil {
-		t.Fatal(err)
-	}
+	e.DeleteMachine(t, "worker-a")
 	e.WaitMachineGone(t, "worker-a", 60*time.Second)
 	fixture.Eventually(t, 60*time.Second, "the empty group gone", func() (bool, error) {
 		return len(e.Exoscale.AntiAffinityGroups()) == 0 && e.Exoscale.CountInstances() == 0, nil
@@ -136,9 +134,7 @@ func TestMissingPermissionCostsThatOperationOnly(t *testing.T) {
 	startManager(t, e, manager.Options{})
 	createMachine(t, e, "worker-x", spec(func(s map[string]any) { s["antiAffinityKey"] = "worker" }))
 	waitPhase(t, e, "worker-x", machinev1.PhaseProvisioned)
-	if err := e.Client.Delete(context.Background(), getMachine(t, e, "worker-x")); err != nil {
-		t.Fatal(err)
-	}
+	e.DeleteMachine(t, "worker-x")
 	fixture.Eventually(t, 60*time.Second, "a PermissionDenied event naming the operation", func() (bool, error) {
 		text := fixture.EventText(e.Events(t, "worker-x"))
 		return strings.Contains(text, "PermissionDenied") && strings.Contains(text, `"delete-anti-affinity-group"`), nil
