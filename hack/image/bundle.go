@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -39,33 +38,11 @@ func BuildBundle(dir string, created time.Time, arch string) (v1.Image, error) {
 	}
 	var entries []entry
 	for _, sub := range BundleDirs {
-		root := filepath.Join(dir, sub)
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, err := filepath.Rel(dir, p)
-			if err != nil {
-				return err
-			}
-			rel = filepath.ToSlash(rel)
-			if d.IsDir() {
-				entries = append(entries, entry{name: rel + "/", mode: 0o755})
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				return fmt.Errorf("%s: not a regular file", p)
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			entries = append(entries, entry{name: rel, mode: 0o644, data: data})
-			return nil
-		})
+		e, err := dirEntries(dir, filepath.Join(dir, sub))
 		if err != nil {
 			return nil, fmt.Errorf("bundle %s: %w", dir, err)
 		}
+		entries = append(entries, e...)
 	}
 	l, err := layer(created, entries)
 	if err != nil {

@@ -2,14 +2,12 @@ package main
 
 import (
 	"archive/tar"
-	"errors"
-	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
-
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
 // TestBundleImage: the bundle image holds the bundle's manifests/ and
@@ -53,22 +51,21 @@ func TestBundleImage(t *testing.T) {
 	if cf.Config.Labels["operators.operatorframework.io.bundle.package.v1"] != "x" || cf.Config.Labels["operators.operatorframework.io.bundle.mediatype.v1"] != "registry+v1" {
 		t.Errorf("labels %v", cf.Config.Labels)
 	}
-	files := map[string]string{}
-	tr := tar.NewReader(mutate.Extract(img))
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
+	headers, files := flatten(t, img)
+	for _, h := range headers {
+		mode := int64(0o644)
+		if h.Typeflag == tar.TypeDir {
+			mode = 0o755
 		}
-		if !h.ModTime.Equal(created) || h.Uid != 0 || h.Gid != 0 {
-			t.Errorf("%s: mtime %v, owner %d:%d", h.Name, h.ModTime, h.Uid, h.Gid)
+		if !h.ModTime.Equal(created) || h.Uid != 0 || h.Gid != 0 || h.Mode != mode {
+			t.Errorf("%s: mtime %v, owner %d:%d, mode %o; want %o whatever the disk says (0600)", h.Name, h.ModTime, h.Uid, h.Gid, h.Mode, mode)
 		}
-		data, _ := io.ReadAll(tr)
-		files[h.Name] = string(data)
 	}
-	if files["manifests/x.clusterserviceversion.yaml"] != "kind: ClusterServiceVersion\n" || files["metadata/annotations.yaml"] == "" {
+	names := slices.Sorted(maps.Keys(files))
+	if want := []string{"manifests", "manifests/x.clusterserviceversion.yaml", "metadata", "metadata/annotations.yaml"}; !slices.Equal(names, want) {
+		t.Errorf("the layer holds %v, want %v", names, want)
+	}
+	if string(files["manifests/x.clusterserviceversion.yaml"]) != "kind: ClusterServiceVersion\n" || len(files["metadata/annotations.yaml"]) == 0 {
 		t.Errorf("files %v", files)
 	}
 	if _, ok := files["bundle.Dockerfile"]; ok {

@@ -259,27 +259,7 @@ func WriteOCITarball(idx v1.ImageIndex, path string, mtime time.Time) error {
 	if _, err := layout.Write(dir, idx); err != nil {
 		return err
 	}
-	var entries []entry
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			entries = append(entries, entry{name: rel + "/", mode: 0o755})
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		entries = append(entries, entry{name: rel, mode: 0o644, data: data})
-		return nil
-	})
+	entries, err := dirEntries(dir, dir)
 	if err != nil {
 		return err
 	}
@@ -295,6 +275,37 @@ func WriteOCITarball(idx v1.ImageIndex, path string, mtime time.Time) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// dirEntries are the directories and regular files below root (and root
+// itself unless it is base), named relative to base, directories 0755 and
+// files 0644: owners, modes and times come from writeTar, not the disk.
+func dirEntries(base, root string) ([]entry, error) {
+	var entries []entry
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == base {
+			return err
+		}
+		rel, err := filepath.Rel(base, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			entries = append(entries, entry{name: rel + "/", mode: 0o755})
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, entry{name: rel, mode: 0o644, data: data})
+		return nil
+	})
+	return entries, err
 }
 
 // entry is a file (data) or directory (name ending in /) in a tarball;

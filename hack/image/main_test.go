@@ -13,9 +13,31 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
+
+// flatten reads img's flattened file system: each path's header and
+// contents.
+func flatten(t *testing.T, img v1.Image) (map[string]*tar.Header, map[string][]byte) {
+	t.Helper()
+	files := map[string]*tar.Header{}
+	contents := map[string][]byte{}
+	tr := tar.NewReader(mutate.Extract(img))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, contents
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name] = h
+		if contents[h.Name], err = io.ReadAll(tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 func TestBuildIsReproducibleAndComplete(t *testing.T) {
 	dir := t.TempDir()
@@ -73,18 +95,8 @@ func TestBuildIsReproducibleAndComplete(t *testing.T) {
 	}
 
 	// The flattened file system.
-	files := map[string]*tar.Header{}
-	contents := map[string][]byte{}
-	tr := tar.NewReader(mutate.Extract(img))
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		files[h.Name] = h
-		contents[h.Name], _ = io.ReadAll(tr)
+	files, contents := flatten(t, img)
+	for _, h := range files {
 		if !h.ModTime.Equal(o.Created) {
 			t.Errorf("%s: mtime %v", h.Name, h.ModTime)
 		}
@@ -131,7 +143,7 @@ func TestBuildIsReproducibleAndComplete(t *testing.T) {
 
 	// The tarball is an OCI layout that go-containerregistry reads back.
 	ldir := t.TempDir()
-	tr = tar.NewReader(bytes.NewReader(tarballs[0]))
+	tr := tar.NewReader(bytes.NewReader(tarballs[0]))
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {

@@ -312,7 +312,6 @@ type hooks struct {
 func webhookDefinitions(in *objects) (hooks, error) {
 	h := hooks{certSecrets: map[string]string{}}
 	type webhook struct {
-		typ          v1alpha1.WebhookAdmissionType
 		name         string
 		clientConfig admissionv1.WebhookClientConfig
 		nsSelector   *metav1.LabelSelector
@@ -325,7 +324,7 @@ func webhookDefinitions(in *objects) (hooks, error) {
 			return h, fmt.Errorf("%s: %w", describe(u), err)
 		}
 		for _, w := range c.Webhooks {
-			all = append(all, webhook{typ: v1alpha1.MutatingAdmissionWebhook, name: w.Name, clientConfig: w.ClientConfig, nsSelector: w.NamespaceSelector, d: v1alpha1.WebhookDescription{
+			all = append(all, webhook{name: w.Name, clientConfig: w.ClientConfig, nsSelector: w.NamespaceSelector, d: v1alpha1.WebhookDescription{
 				GenerateName: w.Name, Type: v1alpha1.MutatingAdmissionWebhook, Rules: w.Rules, FailurePolicy: w.FailurePolicy,
 				MatchPolicy: w.MatchPolicy, ObjectSelector: w.ObjectSelector, SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds,
 				AdmissionReviewVersions: w.AdmissionReviewVersions, ReinvocationPolicy: w.ReinvocationPolicy,
@@ -338,7 +337,7 @@ func webhookDefinitions(in *objects) (hooks, error) {
 			return h, fmt.Errorf("%s: %w", describe(u), err)
 		}
 		for _, w := range c.Webhooks {
-			all = append(all, webhook{typ: v1alpha1.ValidatingAdmissionWebhook, name: w.Name, clientConfig: w.ClientConfig, nsSelector: w.NamespaceSelector, d: v1alpha1.WebhookDescription{
+			all = append(all, webhook{name: w.Name, clientConfig: w.ClientConfig, nsSelector: w.NamespaceSelector, d: v1alpha1.WebhookDescription{
 				GenerateName: w.Name, Type: v1alpha1.ValidatingAdmissionWebhook, Rules: w.Rules, FailurePolicy: w.FailurePolicy,
 				MatchPolicy: w.MatchPolicy, ObjectSelector: w.ObjectSelector, SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds,
 				AdmissionReviewVersions: w.AdmissionReviewVersions,

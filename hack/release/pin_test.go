@@ -37,7 +37,7 @@ func TestPin(t *testing.T) {
 	}
 
 	for _, k := range []string{"default", "overlays/cloudscale", "overlays/exoscale"} {
-		n := 0
+		n, providerImage := 0, 0
 		for _, u := range decode(t, kustomize(t, root, k)) {
 			if u.GetKind() != "Deployment" {
 				continue
@@ -51,14 +51,17 @@ func TestPin(t *testing.T) {
 				}
 				env, _, _ := unstructured.NestedSlice(c, "env")
 				for _, e := range env {
-					if e := e.(map[string]any); e["name"] == "PROVIDER_IMAGE" && e["value"] != testImage {
-						t.Errorf("config/%s: PROVIDER_IMAGE %v", k, e["value"])
+					if e := e.(map[string]any); e["name"] == "PROVIDER_IMAGE" {
+						providerImage++
+						if e["value"] != testImage {
+							t.Errorf("config/%s: PROVIDER_IMAGE %v", k, e["value"])
+						}
 					}
 				}
 			}
 		}
-		if n == 0 {
-			t.Errorf("config/%s: no container", k)
+		if n == 0 || providerImage != 1 {
+			t.Errorf("config/%s: %d containers, %d PROVIDER_IMAGE: want the deployer's", k, n, providerImage)
 		}
 	}
 

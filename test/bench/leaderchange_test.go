@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,31 +174,12 @@ func (m *electedManager) kill() {
 	<-m.exited
 }
 
-// leading says whether the process holds the lease, from its metrics.
+// leading says whether the process holds the lease.
 func (m *electedManager) leading(lease string) bool {
 	select {
 	case <-m.exited:
 		return false
 	default:
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.metrics, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	want := `leader_election_master_status{name="` + lease + `"} 1`
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == want {
-			return true
-		}
-	}
-	return false
+	return fixture.Leading(context.Background(), m.metrics, lease)
 }

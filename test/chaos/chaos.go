@@ -91,7 +91,7 @@ func (r *run) deleteEarly(target int) {
 	deadline := time.Now().Add(r.cfg.SlowCreate)
 	for len(picked) == 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
-		ms, err := r.machines()
+		ms, err := r.setMachines(MachineSetName)
 		if err != nil {
 			continue
 		}

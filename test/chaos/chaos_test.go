@@ -132,7 +132,7 @@ func runCloud(t *testing.T, cfg Config, c Cloud) {
 		obs:   newObserver(c),
 	}
 	go r.obs.run(ctx, 250*time.Millisecond)
-	if err := cp.Client.Create(ctx, r.machineSet(0)); err != nil {
+	if err := cp.Client.Create(ctx, r.machineSet(MachineSetName, []byte(c.ProviderSpec()))); err != nil {
 		t.Fatal(err)
 	}
 

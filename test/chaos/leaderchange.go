@@ -10,9 +10,6 @@ import (
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
@@ -189,38 +186,7 @@ func (r *run) leaderChangeSet() (*machinev1.MachineSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	labels := map[string]string{
-		"machine.openshift.io/cluster-api-cluster":    ClusterID,
-		"machine.openshift.io/cluster-api-machineset": leaderChangeSet,
-	}
-	zero := int32(0)
-	ms := &machinev1.MachineSet{
-		ObjectMeta: metav1.ObjectMeta{Name: leaderChangeSet, Namespace: Namespace, Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": ClusterID}},
-		Spec: machinev1.MachineSetSpec{
-			Replicas: &zero,
-			Selector: metav1.LabelSelector{MatchLabels: labels},
-			Template: machinev1.MachineTemplateSpec{ObjectMeta: machinev1.ObjectMeta{Labels: labels}},
-		},
-	}
-	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: raw}
-	return ms, nil
-}
-
-func (r *run) scaleSet(name string, n int) error {
-	return retry(time.Minute, func() error {
-		ms := &machinev1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace}}
-		patch := client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)))
-		return r.cp.Client.Patch(context.Background(), ms, patch)
-	})
-}
-
-func (r *run) setMachines(set string) ([]machinev1.Machine, error) {
-	var list machinev1.MachineList
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := r.cp.Client.List(ctx, &list, client.InNamespace(Namespace),
-		client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": set})
-	return list.Items, err
+	return r.machineSet(leaderChangeSet, raw), nil
 }
 
 // renderLeaderChange is the run's lines of the report.

@@ -1,19 +1,18 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
 // replica is one manager replica, as a Deployment's pod would be: the
@@ -171,30 +170,9 @@ func (r *replica) counts() (kills, exits int) {
 	return r.kills, r.exits
 }
 
-// leading says whether the replica's current process holds the lease, from
-// its own metrics (leader_election_master_status): the Lease's holder
-// identity is the host name and a random UUID, which names no process.
+// leading says whether the replica's current process holds the lease.
 func (r *replica) leading(ctx context.Context, lease string) bool {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", r.metricsPort), nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	want := `leader_election_master_status{name="` + lease + `"} 1`
-	s := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
-	s.Buffer(make([]byte, 64<<10), 1<<20)
-	for s.Scan() {
-		if strings.TrimSpace(s.Text()) == want {
-			return true
-		}
-	}
-	return false
+	return fixture.Leading(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", r.metricsPort), lease)
 }
 
 func (rs *replicas) counts() (kills, exits int) {

@@ -84,20 +84,23 @@ func (r *run) firedCounts() (faults, slow int) {
 	return faults, slow
 }
 
-func (r *run) machineSet(replicas int32) *machinev1.MachineSet {
+// machineSet is a MachineSet of the cluster at zero replicas whose
+// Machines have providerSpec.
+func (r *run) machineSet(name string, providerSpec []byte) *machinev1.MachineSet {
 	labels := map[string]string{
 		"machine.openshift.io/cluster-api-cluster":    ClusterID,
-		"machine.openshift.io/cluster-api-machineset": MachineSetName,
+		"machine.openshift.io/cluster-api-machineset": name,
 	}
+	zero := int32(0)
 	ms := &machinev1.MachineSet{
-		ObjectMeta: metav1.ObjectMeta{Name: MachineSetName, Namespace: Namespace, Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": ClusterID}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": ClusterID}},
 		Spec: machinev1.MachineSetSpec{
-			Replicas: &replicas,
+			Replicas: &zero,
 			Selector: metav1.LabelSelector{MatchLabels: labels},
 			Template: machinev1.MachineTemplateSpec{ObjectMeta: machinev1.ObjectMeta{Labels: labels}},
 		},
 	}
-	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(r.cloud.ProviderSpec())}
+	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: providerSpec}
 	return ms
 }
 
@@ -114,20 +117,20 @@ func retry(bound time.Duration, fn func() error) error {
 	}
 }
 
-func (r *run) scale(n int) error {
+func (r *run) scaleSet(name string, n int) error {
 	return retry(time.Minute, func() error {
-		ms := &machinev1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: MachineSetName, Namespace: Namespace}}
+		ms := &machinev1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace}}
 		patch := client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)))
 		return r.cp.Client.Patch(context.Background(), ms, patch)
 	})
 }
 
-func (r *run) machines() ([]machinev1.Machine, error) {
+func (r *run) setMachines(set string) ([]machinev1.Machine, error) {
 	var list machinev1.MachineList
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := r.cp.Client.List(ctx, &list, client.InNamespace(Namespace),
-		client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": MachineSetName})
+		client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": set})
 	return list.Items, err
 }
 
@@ -148,7 +151,7 @@ func (r *run) phase(cycle, from, to int, restartAPI bool) phaseResult {
 	api0, early0 := r.apiRestarts, r.deletedEarly
 	r.events.add("=== cycle %d: %d -> %d", cycle, from, to)
 	start := time.Now()
-	if err := r.scale(to); err != nil {
+	if err := r.scaleSet(MachineSetName, to); err != nil {
 		res.Violations = append(res.Violations, fmt.Sprintf("scaling the MachineSet to %d: %v", to, err))
 		return res
 	}
@@ -241,7 +244,7 @@ func (r *run) check(res *phaseResult) {
 }
 
 func (r *run) look() (*state, error) {
-	ms, err := r.machines()
+	ms, err := r.setMachines(MachineSetName)
 	if err != nil {
 		return nil, err
 	}

@@ -100,10 +100,8 @@ func TestRefusedAttachDeletesTheInstance(t *testing.T) {
 	if n := e.Harness().Count(createPOST); n != 1 {
 		t.Errorf("%d creates, want 1 (a refused attach is not retried by another instance)", n)
 	}
-	if err := e.Client.Delete(ctx, getMachine(t, e, "worker-a")); err != nil {
-		t.Fatal(err)
-	}
-	machineGone(t, e, "worker-a")
+	e.DeleteMachine(t, "worker-a")
+	e.WaitMachineGone(t, "worker-a", 60*time.Second)
 	if n := e.Exoscale.CountInstances(); n != 1 {
 		t.Errorf("%d instances, want only someone-else's", n)
 	}

@@ -1,7 +1,6 @@
 package exoscale
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -65,9 +64,7 @@ func TestBadSpecsFailWithoutWrites(t *testing.T) {
 	}
 	// The Machines go without a cloud call of their own.
 	for name := range cases {
-		if err := e.Client.Delete(context.Background(), getMachine(t, e, name)); err != nil {
-			t.Fatal(err)
-		}
+		e.DeleteMachine(t, name)
 	}
 	assertNoCanary(t, e)
 }

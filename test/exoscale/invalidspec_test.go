@@ -64,10 +64,8 @@ func TestSpecThatStopsValidatingLeavesTheInstanceAlone(t *testing.T) {
 	if n := writes(e); n != 0 {
 		t.Errorf("%d writes to an instance whose spec does not validate: %v", n, e.Harness().Requests())
 	}
-	if err := e.Client.Delete(ctx, getMachine(t, e, "worker-a")); err != nil {
-		t.Fatal(err)
-	}
-	machineGone(t, e, "worker-a")
+	e.DeleteMachine(t, "worker-a")
+	e.WaitMachineGone(t, "worker-a", 60*time.Second)
 	if n := e.Exoscale.CountInstances(); n != 0 {
 		t.Errorf("%d instances left after the Machine went", n)
 	}

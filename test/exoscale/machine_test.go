@@ -13,7 +13,6 @@ import (
 	"github.com/exoscale/egoscale/v3/credentials"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
@@ -161,15 +160,10 @@ func TestDeleteAlsoOutOfBand(t *testing.T) {
 	done(t, c)(c.DeleteInstance(context.Background(), v3.UUID(id)))
 
 	for _, name := range []string{"worker-a", "worker-b"} {
-		if err := e.Client.Delete(context.Background(), getMachine(t, e, name)); err != nil {
-			t.Fatal(err)
-		}
+		e.DeleteMachine(t, name)
 	}
 	for _, name := range []string{"worker-a", "worker-b"} {
-		fixture.Eventually(t, 60*time.Second, "Machine "+name+" gone", func() (bool, error) {
-			err := e.Client.Get(context.Background(), types.NamespacedName{Namespace: fixture.Namespace, Name: name}, &machinev1.Machine{})
-			return apierrors.IsNotFound(err), err
-		})
+		e.WaitMachineGone(t, name, 60*time.Second)
 	}
 	if n := e.Exoscale.CountInstances(); n != 0 {
 		t.Errorf("%d instances left", n)

@@ -12,7 +12,6 @@ import (
 
 	v3 "github.com/exoscale/egoscale/v3"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
@@ -108,10 +107,8 @@ func TestDocumentedRolePolicySuffices(t *testing.T) {
 		insts := instancesOf(e, "worker-a")
 		return len(insts) == 1 && insts[0].Labels["team"] == "b", nil
 	})
-	if err := e.Client.Delete(ctx, getMachine(t, e, "worker-a")); err != nil {
-		t.Fatal(err)
-	}
-	machineGone(t, e, "worker-a")
+	e.DeleteMachine(t, "worker-a")
+	e.WaitMachineGone(t, "worker-a", 60*time.Second)
 	fixture.Eventually(t, 60*time.Second, "the empty group gone", func() (bool, error) {
 		return len(e.Exoscale.AntiAffinityGroups()) == 0 && e.Exoscale.CountInstances() == 0, nil
 	})
@@ -137,15 +134,13 @@ func TestMissingPermissionCostsThatOperationOnly(t *testing.T) {
 	startManager(t, e, manager.Options{})
 	createMachine(t, e, "worker-x", spec(func(s map[string]any) { s["antiAffinityKey"] = "worker" }))
 	waitPhase(t, e, "worker-x", machinev1.PhaseProvisioned)
-	if err := e.Client.Delete(context.Background(), getMachine(t, e, "worker-x")); err != nil {
-		t.Fatal(err)
-	}
+	e.DeleteMachine(t, "worker-x")
 	fixture.Eventually(t, 60*time.Second, "a PermissionDenied event naming the operation", func() (bool, error) {
 		text := fixture.EventText(e.Events(t, "worker-x"))
 		return strings.Contains(text, "PermissionDenied") && strings.Contains(text, `"delete-anti-affinity-group"`), nil
 	})
 	createMachine(t, e, "worker-y", spec(nil))
-	machineGone(t, e, "worker-x")
+	e.WaitMachineGone(t, "worker-x", 60*time.Second)
 	waitPhase(t, e, "worker-y", machinev1.PhaseProvisioned)
 	if n := e.Exoscale.CountInstances(); n != 1 {
 		t.Errorf("%d instances, want worker-y's only", n)
@@ -163,14 +158,6 @@ func TestMissingPermissionCostsThatOperationOnly(t *testing.T) {
 		t.Errorf("worker-y had trouble:\n%s", text)
 	}
 	assertNoCanary(t, e)
-}
-
-func machineGone(t *testing.T, e *fixture.Env, name string) {
-	t.Helper()
-	fixture.Eventually(t, 60*time.Second, "Machine "+name+" gone", func() (bool, error) {
-		err := e.Client.Get(context.Background(), types.NamespacedName{Namespace: fixture.Namespace, Name: name}, &machinev1.Machine{})
-		return apierrors.IsNotFound(err), nil
-	})
 }
 
 // testSSHKey is a well-formed OpenSSH public key (of no one).

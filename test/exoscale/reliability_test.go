@@ -1,7 +1,6 @@
 package exoscale
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -9,10 +8,8 @@ import (
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
@@ -23,21 +20,6 @@ import (
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
-func deleteMachine(t *testing.T, e *fixture.Env, name string) {
-	t.Helper()
-	if err := e.Client.Delete(context.Background(), getMachine(t, e, name)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func waitGone(t *testing.T, e *fixture.Env, name string, timeout time.Duration) {
-	t.Helper()
-	fixture.Eventually(t, timeout, "Machine "+name+" gone", func() (bool, error) {
-		err := e.Client.Get(context.Background(), types.NamespacedName{Namespace: fixture.Namespace, Name: name}, &machinev1.Machine{})
-		return apierrors.IsNotFound(err), err
-	})
-}
-
 // A Machine deleted and made again with the same name gets a new instance:
 // the old one, "destroying" for a while, is not adopted, also by a manager
 // that did not delete it itself (a new leader).
@@ -46,8 +28,8 @@ func TestReusedNameDoesNotAdoptTheDestroyingInstance(t *testing.T) {
 	stop := startManager(t, e, manager.Options{})
 	createMachine(t, e, "worker-a", spec(nil))
 	old := *waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned).Spec.ProviderID
-	deleteMachine(t, e, "worker-a")
-	waitGone(t, e, "worker-a", 60*time.Second)
+	e.DeleteMachine(t, "worker-a")
+	e.WaitMachineGone(t, "worker-a", 60*time.Second)
 	stop()
 	if got := instancesOf(e, "worker-a"); len(got) != 1 || got[0].State != "destroying" {
 		t.Fatalf("instances of the deleted Machine: %+v; the test wants the old one destroying", got)
@@ -90,8 +72,8 @@ func TestUnusedZoneDownStopsNothing(t *testing.T) {
 			name := "worker-" + strings.ReplaceAll(tc.name, " ", "-")
 			createMachine(t, e, name, spec(nil))
 			waitPhase(t, e, name, machinev1.PhaseProvisioned)
-			deleteMachine(t, e, name)
-			waitGone(t, e, name, 60*time.Second)
+			e.DeleteMachine(t, name)
+			e.WaitMachineGone(t, name, 60*time.Second)
 			if n := len(instancesOf(e, name)); n != 0 {
 				t.Errorf("%d instances left", n)
 			}
@@ -115,10 +97,10 @@ func TestZoneDownDegradesOnlyItsMachines(t *testing.T) {
 	if err := h.SetRules([]harness.Rule{{Route: "*", Zone: "de-fra-1", ErrorRate: 1, ErrorStatus: 503}}); err != nil {
 		t.Fatal(err)
 	}
-	deleteMachine(t, e, "in-gva")
-	deleteMachine(t, e, "in-fra")
+	e.DeleteMachine(t, "in-gva")
+	e.DeleteMachine(t, "in-fra")
 	createMachine(t, e, "new-in-gva", spec(nil))
-	waitGone(t, e, "in-gva", 60*time.Second)
+	e.WaitMachineGone(t, "in-gva", 60*time.Second)
 	waitPhase(t, e, "new-in-gva", machinev1.PhaseProvisioned)
 
 	fixture.Eventually(t, 60*time.Second, "in-fra's condition naming its zone", func() (bool, error) {
@@ -140,7 +122,7 @@ func TestZoneDownDegradesOnlyItsMachines(t *testing.T) {
 	if err := h.SetRules(nil); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, e, "in-fra", 3*time.Minute)
+	e.WaitMachineGone(t, "in-fra", 3*time.Minute)
 	if n := len(instancesOf(e, "in-fra")); n != 0 {
 		t.Errorf("%d instances of in-fra left", n)
 	}
@@ -176,8 +158,8 @@ func TestGroupOfTheLastMachineIsSweptOnceItsInstanceIsGone(t *testing.T) {
 	if n := len(e.Exoscale.AntiAffinityGroups()); n != 1 {
 		t.Fatalf("%d groups, want 1", n)
 	}
-	deleteMachine(t, e, "worker-a")
-	waitGone(t, e, "worker-a", 60*time.Second)
+	e.DeleteMachine(t, "worker-a")
+	e.WaitMachineGone(t, "worker-a", 60*time.Second)
 	if got := instancesOf(e, "worker-a"); len(got) != 1 || got[0].State != "destroying" {
 		t.Fatalf("instances: %+v; the test wants the Machine gone while its instance is destroyed", got)
 	}

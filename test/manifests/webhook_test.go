@@ -104,6 +104,9 @@ func webhookServiceMatchesDeployment(t *testing.T, dir string) {
 	if svc.Name == "" {
 		t.Fatalf("config/%s has no Service machine-api-provider-webhook", dir)
 	}
+	if len(clientServices) == 0 {
+		t.Errorf("config/%s has no webhook that calls a Service", dir)
+	}
 	for _, s := range clientServices {
 		if s["name"] != svc.Name || s["namespace"] != svc.Namespace || fmt.Sprint(s["port"]) != fmt.Sprint(svc.Spec.Ports[0].Port) {
 			t.Errorf("a webhook calls %v, not the Service %s/%s:%d", s, svc.Namespace, svc.Name, svc.Spec.Ports[0].Port)
