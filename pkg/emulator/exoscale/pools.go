@@ -17,13 +17,9 @@ import (
 // takes an instance out of its pool alive. Members carry the pool in their
 // "manager" (type instance-pool), and the instance list filters on it.
 //
-// A pool is created with one member at least (the create schema has
-// exclusiveMinimum on size), but it can shrink to none: scale-instance-pool
-// takes a size of 0 (its schema has minimum 0, exclusiveMinimum false) and
-// evict-instance-pool-members shrinks the pool by as many members as it
-// names, the last ones included. The vendor's CLI follows that document
-// (exoscale/cli #785, "allow downsizing to 0"). An empty pool lives on and
-// grows again when scaled up.
+// The vendor's document says a pool's size is more than 0 (its schema has
+// exclusiveMinimum on size), so the emulator refuses to shrink a pool to
+// nothing: delete the pool instead, which destroys what is left of it.
 //
 // Members are named <instance-prefix>-<5 characters of the pool's ID>-<5
 // characters of the member's ID>: the prefix is the client's (default
@@ -300,7 +296,10 @@ func (e *Emulator) scaleInstancePool(c *call) reply {
 		return *r
 	}
 	if req.Size == nil || *req.Size < 0 {
-		return fieldDoc{"Number of managed Instances", "an Integer of 0 or more"}.invalid("size")
+		return invalidPoolField("size")
+	}
+	if *req.Size == 0 {
+		return badRequest("Invalid value in size: an Instance Pool keeps at least 1 instance; delete the Instance Pool to remove them all")
 	}
 	if !p.DestroyAt.IsZero() {
 		return busy("Instance Pool", p.ID, "destroying")
@@ -349,7 +348,13 @@ func (e *Emulator) evictInstancePoolMembers(c *call) reply {
 			evict = append(evict, inst)
 		}
 	}
-	p.Size = max(p.Size-int64(len(evict)), 0)
+	if left := int64(len(a.members(p.ID)) - len(evict)); left < 1 {
+		return badRequest("Invalid value in instances: evicting them would leave Instance Pool %s without instances; delete the Instance Pool instead", p.ID)
+	}
+	p.Size -= int64(len(evict))
+	if p.Size < 1 {
+		p.Size = 1
+	}
 	for _, inst := range evict {
 		e.destroyMember(inst, c.now)
 	}
