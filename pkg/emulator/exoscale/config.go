@@ -77,11 +77,14 @@ type Account struct {
 }
 
 // The default account: what the demo and the emulator command use when no
-// account is configured. Its key has the real format; neither is a secret.
+// account is configured. Key and secret have the real formats (a secret is
+// 43 characters of base64url); neither is a secret. They share no word with
+// the emulator's messages: the provider withholds a message that quotes 8
+// bytes of the credentials in use.
 const (
 	DefaultAccountName = "emulator"
 	DefaultAPIKey      = "EXO0123456789abcdef01234567"
-	DefaultAPISecret   = "emulator-secret-not-for-real-use-0000000000"
+	DefaultAPISecret   = "pQ3vN8xLr2TzW6kYs9HcJ4mBd7FgR1aUe5VoK0nXhEi"
 )
 
 // DefaultAccount is the account of a Config without accounts.

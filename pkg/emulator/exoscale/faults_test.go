@@ -9,6 +9,7 @@ import (
 
 	v3 "github.com/exoscale/egoscale/v3"
 
+	"github.com/appuio/machine-api-provider/pkg/cloud"
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 )
@@ -33,6 +34,12 @@ func TestInjectedErrors(t *testing.T) {
 			wantContains(t, msg, "throttled")
 		} else {
 			wantContains(t, msg, "injected by the emulator")
+		}
+		// The provider withholds a message that holds 8 bytes of the
+		// credentials in use: a fault's own words must not look like a
+		// piece of the default secret, or every test would see Withheld.
+		if cloud.Quotes(msg, emu.DefaultAPIKey, emu.DefaultAPISecret) {
+			t.Fatalf("%d: %q quotes a piece of the default credentials: the provider would withhold it", tc.status, msg)
 		}
 		if n := v.emu.CountInstances(); n != 0 {
 			t.Fatalf("%d: %d instances, want none", tc.status, n)
