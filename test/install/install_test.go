@@ -121,9 +121,7 @@ func testInstall(t *testing.T, cloudName string, c cloud.Cloud, spec map[string]
 		}
 		for _, f := range objs {
 			if f.GetKind() == "MachineSet" {
-				if err := e.Client.Create(ctx, f.DeepCopy()); err == nil || !strings.Contains(err.Error(), "machine-api-provider") {
-					t.Fatalf("a MachineSet with the validating webhook failing closed and no backend: %v, want it refused", err)
-				}
+				refusedByWebhook(t, e.Client, f)
 				break
 			}
 		}
@@ -227,4 +225,28 @@ func suffix(zone string) string {
 		return p[1] + p[2]
 	}
 	return zone
+}
+
+// refusedByWebhook wants the create of ms refused by the provider's
+// webhook. The API server takes up a new webhook configuration a moment
+// after it is written (its informer), so a create may still get through at
+// first: it is tried again, for a bounded time, as a dry run (admission runs
+// in full, nothing is stored for the controllers to act on).
+func refusedByWebhook(t *testing.T, c client.Client, ms *unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := c.Create(ctx, ms.DeepCopy(), client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "machine-api-provider") {
+			return
+		}
+		if err != nil {
+			t.Fatalf("a MachineSet with the validating webhook failing closed and no backend: %v, want it refused by the webhook", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a MachineSet with the validating webhook failing closed and no backend was admitted for 30s, want it refused")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
