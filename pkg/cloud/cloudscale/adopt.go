@@ -169,7 +169,8 @@ func (c *Client) Misfits(_ context.Context, m cloud.MachineRef, spec cloud.Spec,
 }
 
 // Identify sets the server's tags to those of the Machine: its own tags
-// (the spec's) and the provider's two.
+// (the spec's) and the provider's two, once a fresh read shows the server
+// as adopt surveyed it.
 func (c *Client) Identify(ctx context.Context, m cloud.MachineRef, spec cloud.Spec, f *cloud.Found) (bool, error) {
 	p, err := providerSpec(spec)
 	if err != nil {
@@ -181,6 +182,15 @@ func (c *Client) Identify(ctx context.Context, m cloud.MachineRef, spec cloud.Sp
 	want := serverTags(m, p)
 	if maps.Equal(map[string]string(f.Tags), map[string]string(want)) {
 		return false, nil
+	}
+	// Read right before the write: only a server whose identity is still
+	// what adopt planned with is taken over.
+	now, err := c.getServer(ctx, f.ID)
+	if err != nil {
+		return false, err
+	}
+	if err := cloud.CheckSurveyed(f, toServer(now), m); err != nil {
+		return false, err
 	}
 	req := &sdk.ServerUpdateRequest{}
 	req.Tags = &want

@@ -177,25 +177,26 @@ func serverRequest(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec,
 }
 
 // DeleteServer deletes the server, then the provider's anti-affinity groups
-// it leaves empty.
+// it leaves empty. The server is read right before the delete: only one
+// that carries the Machine's identity at that moment is deleted (a
+// *cloud.NotOwnedError otherwise, and nothing is sent).
 func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server) error {
 	if s == nil || s.ID == "" {
 		return errors.New("cloudscale: DeleteServer needs a server with an ID")
 	}
-	detail := detailOf(s)
-	if detail == nil {
-		// The groups are only known from the server's record.
-		d, err := c.getServer(ctx, s.ID)
-		if cloud.IsNotFound(err) {
-			c.forgetRootTags(s.ID)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		detail = d
+	if err := checkRef(m); err != nil {
+		return err
 	}
-	err := c.call(ctx, "server.delete", func(ctx context.Context) error {
+	// The fresh record also names the groups the server is in.
+	detail, err := c.owned(ctx, m, s.ID)
+	if cloud.IsNotFound(err) {
+		c.forgetRootTags(s.ID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = c.call(ctx, "server.delete", func(ctx context.Context) error {
 		return c.sdk.Servers.Delete(ctx, s.ID)
 	})
 	if err != nil && !cloud.IsNotFound(err) {

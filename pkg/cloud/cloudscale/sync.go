@@ -35,14 +35,49 @@ func (c *Client) SyncServer(ctx context.Context, m cloud.MachineRef, spec cloud.
 			return nil, err
 		}
 	}
+	// Only a server with the Machine's identity is synced (pkg/cloud,
+	// owner.go): the record says so here, and a fresh read right before
+	// each write (owned).
+	if err := cloud.CheckOwned(m, toServer(d)); err != nil {
+		return nil, err
+	}
 	drift := driftOf(m, p, d)
 	return drift, c.syncTags(ctx, m, p, s, d)
 }
 
+// owned reads the server afresh and returns a *cloud.NotOwnedError unless
+// it still carries the Machine's identity: the check right before a write
+// or a delete, as the record of a list may be seconds old and tags can
+// change in between (another cluster's provider, a person, Terraform).
+func (c *Client) owned(ctx context.Context, m cloud.MachineRef, id string) (*sdk.Server, error) {
+	d, err := c.getServer(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := cloud.CheckOwned(m, toServer(d)); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
 func (c *Client) syncTags(ctx context.Context, m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec, s *cloud.Server, d *sdk.Server) error {
+	// The fresh read before the sync's first write holds for the others:
+	// one read, not one per write.
+	checked := false
+	owned := func() error {
+		if checked {
+			return nil
+		}
+		_, err := c.owned(ctx, m, d.UUID)
+		checked = err == nil
+		return err
+	}
 	want := serverTags(m, p)
 	changed := !maps.Equal(d.Tags, want)
 	if changed {
+		if err := owned(); err != nil {
+			return err
+		}
 		req := &sdk.ServerUpdateRequest{}
 		req.Tags = &want
 		err := c.call(ctx, "server.update", func(ctx context.Context) error {
@@ -81,7 +116,7 @@ func (c *Client) syncTags(ctx context.Context, m cloud.MachineRef, p *v1beta1.Cl
 			return nil
 		}
 		c.takeUntagged(d.UUID)
-	} else if err := c.syncVolumeTags(ctx, d.Volumes[0].UUID, root); err != nil {
+	} else if err := c.syncVolumeTags(ctx, d.Volumes[0].UUID, root, owned); err != nil {
 		return err
 	}
 	c.rememberRootTags(d.UUID, root)

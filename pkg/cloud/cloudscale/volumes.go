@@ -16,8 +16,9 @@ func (c *Client) setVolumeTags(ctx context.Context, id string, tags sdk.TagMap) 
 	})
 }
 
-// syncVolumeTags reads a volume and replaces its tags if they differ.
-func (c *Client) syncVolumeTags(ctx context.Context, id string, tags sdk.TagMap) error {
+// syncVolumeTags reads a volume and replaces its tags if they differ,
+// once owned says its server is still the Machine's.
+func (c *Client) syncVolumeTags(ctx context.Context, id string, tags sdk.TagMap, owned func() error) error {
 	var v *sdk.Volume
 	err := c.call(ctx, "volume.get", func(ctx context.Context) (err error) {
 		v, err = c.sdk.Volumes.Get(ctx, id)
@@ -28,6 +29,9 @@ func (c *Client) syncVolumeTags(ctx context.Context, id string, tags sdk.TagMap)
 	}
 	if maps.Equal(v.Tags, tags) {
 		return nil
+	}
+	if err := owned(); err != nil {
+		return err
 	}
 	return c.setVolumeTags(ctx, id, tags)
 }

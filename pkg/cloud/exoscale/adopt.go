@@ -297,6 +297,15 @@ func (c *Client) Identify(ctx context.Context, m cloud.MachineRef, spec cloud.Sp
 	if maps.Equal(map[string]string(d.Labels), want) {
 		return false, nil
 	}
+	// Read right before the write: only an instance whose identity is
+	// still what adopt planned with is taken over.
+	now, err := c.getInstance(ctx, d.Zone, string(d.ID))
+	if err != nil {
+		return false, err
+	}
+	if err := cloud.CheckSurveyed(f, toServer(now, "", nil), m); err != nil {
+		return false, err
+	}
 	zc, err := c.zoneClient(ctx, d.Zone)
 	if err != nil {
 		return false, err

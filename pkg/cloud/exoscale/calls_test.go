@@ -7,11 +7,12 @@ import (
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 )
 
-// Deleting an instance this process made costs the delete and what the
-// groups need, not a read first: the list's record of an instance does not
-// name its anti-affinity groups, but the client remembers them. A client
-// that does not (a new process) reads the instance first, and finds them.
-func TestDeleteKnowsTheGroupsOfItsOwnInstances(t *testing.T) {
+// Deleting an instance reads it right before the delete, also one this
+// process made (whose anti-affinity groups it knows): only the read says
+// whether the instance is still the Machine's at that moment
+// (owner_test.go), and its full record names the groups to delete after
+// it.
+func TestDeleteReadsTheInstanceFirst(t *testing.T) {
 	x := newEnv(t, emu.Config{})
 	spec := x.spec(specJSON(map[string]any{"antiAffinityKey": "worker"}))
 	for _, name := range []string{"worker-a", "worker-b"} {
@@ -24,24 +25,20 @@ func TestDeleteKnowsTheGroupsOfItsOwnInstances(t *testing.T) {
 		t.Fatalf("listed %v, %v", listed, err)
 	}
 	h := x.emu.Harness()
-	before := h.Count("GET /v2/instance/{id}")
-	if err := x.c.DeleteServer(x.ctx, ref(listed[0].Machine), &listed[0]); err != nil {
-		t.Fatal(err)
-	}
-	if n := h.Count("GET /v2/instance/{id}") - before; n != 0 {
-		t.Errorf("deleting an instance this client made read it %d times first", n)
-	}
-	// Another client of the account knows nothing of the other instance.
+	// This client made the instance; another client of the account knows
+	// nothing of the other one. Either reads it once.
 	other, err := x.cloud.NewClient(*x.cloud.DefaultCredentials(), x.gate)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before = h.Count("GET /v2/instance/{id}")
-	if err := other.DeleteServer(x.ctx, ref(listed[1].Machine), &listed[1]); err != nil {
-		t.Fatal(err)
-	}
-	if n := h.Count("GET /v2/instance/{id}") - before; n != 1 {
-		t.Errorf("a client that did not make the instance read it %d times before deleting it, want 1", n)
+	for i, c := range []cloud.Client{x.c, other} {
+		before := h.Count("GET /v2/instance/{id}")
+		if err := c.DeleteServer(x.ctx, ref(listed[i].Machine), &listed[i]); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.Count("GET /v2/instance/{id}") - before; n != 1 {
+			t.Errorf("deleting %s read it %d times first, want 1", listed[i].Machine, n)
+		}
 	}
 	if left := x.emu.AntiAffinityGroups(); len(left) != 0 {
 		t.Errorf("groups left after both instances are gone: %+v", left)

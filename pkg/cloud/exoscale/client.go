@@ -3,7 +3,6 @@ package exoscale
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -53,11 +52,6 @@ type Client struct {
 	// cost a read per instance to tell the disk size did not drift.
 	diskMu   sync.Mutex
 	diskSize map[string]int64
-	// groupsOf remembers, under diskMu, the anti-affinity groups of the
-	// instances this process created or read in full (an instance's groups
-	// never change): the list does not say, and deleting an instance must
-	// know them to delete those it leaves empty, without a read first.
-	groupsOf map[string][]v3.AntiAffinityGroup
 
 	addrs privateAddrs
 }
@@ -78,7 +72,6 @@ func newClient(c *Cloud, key, secret, source string, gate *cloud.Gate) (*Client,
 		networks:      map[string]*cloud.Catalog[v3.PrivateNetwork]{},
 		deployTargets: map[string]*cloud.Catalog[v3.DeployTarget]{},
 		diskSize:      map[string]int64{},
-		groupsOf:      map[string][]v3.AntiAffinityGroup{},
 	}
 	cl.zones.init()
 	return cl, nil
@@ -117,23 +110,9 @@ func (c *Client) knownDisk(id string) (int64, bool) {
 	return s, ok
 }
 
-func (c *Client) rememberGroups(id string, groups []v3.AntiAffinityGroup) {
-	c.diskMu.Lock()
-	c.groupsOf[id] = slices.Clone(groups)
-	c.diskMu.Unlock()
-}
-
-func (c *Client) knownGroups(id string) ([]v3.AntiAffinityGroup, bool) {
-	c.diskMu.Lock()
-	defer c.diskMu.Unlock()
-	g, ok := c.groupsOf[id]
-	return slices.Clone(g), ok
-}
-
 func (c *Client) forgetInstance(id string) {
 	c.diskMu.Lock()
 	delete(c.diskSize, id)
-	delete(c.groupsOf, id)
 	c.diskMu.Unlock()
 	c.zones.forget(id)
 	c.addrs.mu.Lock()

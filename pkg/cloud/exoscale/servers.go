@@ -271,7 +271,6 @@ func (c *Client) getInstance(ctx context.Context, zone, id string) (*instance, e
 	d := &instance{Instance: *inst, Zone: zone, Full: true}
 	c.zones.seen(id, zone)
 	c.rememberDisk(id, inst.DiskSize)
-	c.rememberGroups(id, inst.AntiAffinityGroups)
 	return d, nil
 }
 
@@ -406,9 +405,10 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	}}
 	c.zones.seen(id, p.Zone)
 	c.rememberDisk(id, req.DiskSize)
-	c.rememberGroups(id, req.AntiAffinityGroups)
 	if len(r.networks) > 0 {
-		if err := c.attachNetworks(ctx, r.zone, d, r.networks); err != nil {
+		// This very call made the instance, with the Machine's labels:
+		// nothing to check before attaching it.
+		if err := c.attachNetworks(ctx, r.zone, d, r.networks, func(context.Context) error { return nil }); err != nil {
 			// The instance exists: the create succeeded. The next
 			// SyncServer attaches what is missing.
 			cloud.Warn(ctx, "Attaching the private networks after the create failed; the next update retries", err, "instance", id)
@@ -436,31 +436,32 @@ func (c *Client) operationFailed(ctx context.Context, op *v3.Operation, what str
 }
 
 // DeleteServer deletes the instance, then the provider's anti-affinity
-// groups it leaves empty. An instance already gone is no error.
+// groups it leaves empty. An instance already gone is no error. The
+// instance is read right before the delete: only one that carries the
+// Machine's identity at that moment is deleted (a *cloud.NotOwnedError
+// otherwise, and nothing is sent).
 func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server) error {
 	if s == nil || s.ID == "" {
 		return errors.New("exoscale: DeleteServer needs a server with an ID")
 	}
-	d := detailOf(s)
-	if groups, ok := c.knownGroups(s.ID); ok && d != nil && !d.Full && d.Zone != "" {
-		// The groups are known without a read: this process made or
-		// read the instance.
-		full := *d
-		full.AntiAffinityGroups = groups
-		d = &full
-	} else if d == nil || !d.Full {
-		// The groups are known only from the instance's full record.
-		got, err := c.GetServer(ctx, s.ID)
-		if cloud.IsNotFound(err) {
-			c.forgetInstance(s.ID)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if d = detailOf(got); d == nil {
-			return fmt.Errorf("exoscale: instance %s has no record", s.ID)
-		}
+	if err := checkRef(m); err != nil {
+		return err
+	}
+	// The fresh, full record also names the instance's groups.
+	got, err := c.GetServer(ctx, s.ID)
+	if cloud.IsNotFound(err) {
+		c.forgetInstance(s.ID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := cloud.CheckOwned(m, got); err != nil {
+		return err
+	}
+	d := detailOf(got)
+	if d == nil {
+		return fmt.Errorf("exoscale: instance %s has no record", s.ID)
 	}
 	zc, err := c.zoneClient(ctx, d.Zone)
 	if err != nil {

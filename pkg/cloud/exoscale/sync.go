@@ -41,6 +41,7 @@ func (c *Client) SyncServer(ctx context.Context, m cloud.MachineRef, spec cloud.
 	// sent, all the drift and the attachments need, but not the public
 	// address, which a later sync reads, or the shared view's next list
 	// brings.
+	fresh := false
 	if d == nil || (d.stub && c.gate.Spare()) {
 		// Not read yet (the record of a create): read it once, for its
 		// addresses and state.
@@ -50,19 +51,27 @@ func (c *Client) SyncServer(ctx context.Context, m cloud.MachineRef, spec cloud.
 		}
 		*s = *got
 		d = detailOf(got)
+		fresh = true
 	}
+	// Only an instance with the Machine's identity is synced (pkg/cloud,
+	// owner.go): the record says so here, and a fresh read right before
+	// the first write (owned).
+	if err := cloud.CheckOwned(m, toServer(d, "", nil)); err != nil {
+		return nil, err
+	}
+	owned := c.ownedOnce(m, d, fresh)
 	drift, networks := c.drift(ctx, p, d)
 	var errs []error
-	if err := c.syncLabels(ctx, m, p, s, d); err != nil {
+	if err := c.syncLabels(ctx, m, p, s, d, owned); err != nil {
 		errs = append(errs, err)
 	}
 	if d.Zone == p.Zone {
-		if err := c.attachSecurityGroups(ctx, p, d); err != nil {
+		if err := c.attachSecurityGroups(ctx, p, d, owned); err != nil {
 			errs = append(errs, err)
 		}
 		if zc, err := c.zoneClient(ctx, d.Zone); err != nil {
 			errs = append(errs, err)
-		} else if err := c.attachNetworks(ctx, zc, d, networks); err != nil {
+		} else if err := c.attachNetworks(ctx, zc, d, networks, owned); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -71,6 +80,29 @@ func (c *Client) SyncServer(ctx context.Context, m cloud.MachineRef, spec cloud.
 	}
 	s.Addresses = nodeAddresses(d, c.privateIPs(s.ID))
 	return drift, errors.Join(errs...)
+}
+
+// ownedOnce returns the check made right before a sync's first write: a
+// fresh read of the instance, which must still carry the Machine's identity
+// (the record of a list may be seconds old, and labels can change in
+// between: another cluster's provider, a person, Terraform). A record this
+// very sync read is fresh already. The answer holds for the sync's further
+// writes.
+func (c *Client) ownedOnce(m cloud.MachineRef, d *instance, fresh bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if fresh {
+			return nil
+		}
+		now, err := c.getInstance(ctx, d.Zone, string(d.ID))
+		if err != nil {
+			return err
+		}
+		if err := cloud.CheckOwned(m, toServer(now, "", nil)); err != nil {
+			return err
+		}
+		fresh = true
+		return nil
+	}
 }
 
 // drift lists the immutable fields in which the instance differs from the
@@ -130,10 +162,13 @@ func (c *Client) drift(ctx context.Context, p *v1beta1.ExoscaleMachineProviderSp
 	return drift, networks
 }
 
-func (c *Client) syncLabels(ctx context.Context, m cloud.MachineRef, p *v1beta1.ExoscaleMachineProviderSpec, s *cloud.Server, d *instance) error {
+func (c *Client) syncLabels(ctx context.Context, m cloud.MachineRef, p *v1beta1.ExoscaleMachineProviderSpec, s *cloud.Server, d *instance, owned func(context.Context) error) error {
 	want := instanceLabels(m, p)
 	if maps.Equal(map[string]string(d.Labels), want) {
 		return nil
+	}
+	if err := owned(ctx); err != nil {
+		return err
 	}
 	zc, err := c.zoneClient(ctx, d.Zone)
 	if err != nil {
@@ -153,7 +188,7 @@ func (c *Client) syncLabels(ctx context.Context, m cloud.MachineRef, p *v1beta1.
 
 // attachSecurityGroups puts the instance into the spec's security groups
 // it is not in. Groups it is in besides are left: someone put it there.
-func (c *Client) attachSecurityGroups(ctx context.Context, p *v1beta1.ExoscaleMachineProviderSpec, d *instance) error {
+func (c *Client) attachSecurityGroups(ctx context.Context, p *v1beta1.ExoscaleMachineProviderSpec, d *instance, owned func(context.Context) error) error {
 	for _, ref := range p.SecurityGroups {
 		id, err := lookup(ctx, c, &c.securityGroups, c.listSecurityGroups, ref, "securityGroups", "security group", "",
 			func(g v3.SecurityGroup) (v3.UUID, string) { return g.ID, g.Name })
@@ -162,6 +197,9 @@ func (c *Client) attachSecurityGroups(ctx context.Context, p *v1beta1.ExoscaleMa
 		}
 		if slices.ContainsFunc(d.SecurityGroups, func(g v3.SecurityGroup) bool { return g.ID == id }) {
 			continue
+		}
+		if err := owned(ctx); err != nil {
+			return err
 		}
 		err = c.call(ctx, "securitygroup.attach", func(ctx context.Context) error {
 			_, err := c.base.AttachInstanceToSecurityGroup(ctx, id, v3.AttachInstanceToSecurityGroupRequest{Instance: &v3.Instance{ID: d.ID}})
@@ -181,10 +219,13 @@ func (c *Client) attachSecurityGroups(ctx context.Context, p *v1beta1.ExoscaleMa
 
 // attachNetworks attaches the instance to the networks it is not on, with
 // the spec's fixed address where there is one.
-func (c *Client) attachNetworks(ctx context.Context, zc *v3.Client, d *instance, networks []resolvedNetwork) error {
+func (c *Client) attachNetworks(ctx context.Context, zc *v3.Client, d *instance, networks []resolvedNetwork, owned func(context.Context) error) error {
 	for i, n := range networks {
 		if slices.ContainsFunc(d.PrivateNetworks, func(have v3.InstancePrivateNetworks) bool { return have.ID == n.ID }) {
 			continue
+		}
+		if err := owned(ctx); err != nil {
+			return err
 		}
 		req := v3.AttachInstanceToPrivateNetworkRequest{Instance: &v3.AttachInstanceToPrivateNetworkRequestInstance{ID: d.ID}}
 		if n.IP != "" {

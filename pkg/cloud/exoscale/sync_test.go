@@ -25,8 +25,10 @@ func TestSyncRepairsAndReportsDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The spec gains a network and a group the instance is not in, and
-	// someone changes the labels.
-	x.wait(x.raw.UpdateInstance(x.ctx, v3.UUID(s.ID), v3.UpdateInstanceRequest{Labels: v3.Labels{"team": "b"}}))
+	// someone changes the labels (not the provider's: an instance without
+	// them is not the Machine's to sync; owner_test.go).
+	x.wait(x.raw.UpdateInstance(x.ctx, v3.UUID(s.ID), v3.UpdateInstanceRequest{Labels: v3.Labels{
+		"team": "b", v1beta1.LabelClusterID: clusterID, v1beta1.LabelMachineName: "worker-a"}}))
 	spec := x.spec(specJSON(map[string]any{
 		"labels":          map[string]string{"team": "a"},
 		"securityGroups":  []any{map[string]string{"id": sg}},

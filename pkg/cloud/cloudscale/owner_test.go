@@ -1,0 +1,84 @@
+package cloudscale
+
+import (
+	"errors"
+	"maps"
+	"testing"
+
+	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+
+	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+)
+
+// retag replaces a server's tags behind the client's back, as another
+// cluster's provider, a person or Terraform would.
+func (v *env) retag(id string, tags map[string]string) {
+	v.t.Helper()
+	tm := sdk.TagMap(tags)
+	req := &sdk.ServerUpdateRequest{}
+	req.Tags = &tm
+	if err := v.sdk.Servers.Update(v.ctx, id, req); err != nil {
+		v.t.Fatal(err)
+	}
+}
+
+func wantNotOwned(t *testing.T, what string, err error) {
+	t.Helper()
+	var no *cloud.NotOwnedError
+	if !errors.As(err, &no) {
+		t.Errorf("%s: %v (%T), want a NotOwnedError", what, err, err)
+	}
+}
+
+// A server is synced and deleted only while its tags say it is the
+// Machine's, at that moment: the record the caller holds (a list's, seconds
+// old) is checked, and the server is read again right before each write and
+// before the delete. A server of another cluster, of another Machine or
+// without the provider's tags is left alone: no PATCH, no DELETE.
+func TestServerOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		tags map[string]string
+	}{
+		{"another cluster", map[string]string{v1beta1.TagClusterID: "another-cluster", v1beta1.TagMachineName: "m"}},
+		{"another Machine", map[string]string{v1beta1.TagClusterID: testCluster, v1beta1.TagMachineName: "other"}},
+		{"no identity", map[string]string{"terraform": "lb"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := newEnv(t, emucs.Config{})
+			spec := v.spec(nil)
+			s := v.create("m", spec)
+			// The caller's record still says it is m's.
+			stale := *s
+			v.retag(s.ID, tc.tags)
+			changed := v.spec(func(p *v1beta1.CloudscaleMachineProviderSpec) {
+				p.Tags = map[string]string{"team": "b"}
+				p.RootVolumeTags = map[string]string{"backup": "weekly"}
+			})
+			_, calls := v.calls(func() {
+				_, err := v.client.SyncServer(v.ctx, ref("m"), changed, &stale)
+				wantNotOwned(t, "sync with a stale record", err)
+				fresh, err := v.client.GetServer(v.ctx, s.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = v.client.SyncServer(v.ctx, ref("m"), changed, fresh)
+				wantNotOwned(t, "sync with a fresh record", err)
+				wantNotOwned(t, "delete with a stale record", v.client.DeleteServer(v.ctx, ref("m"), &stale))
+				wantNotOwned(t, "delete without a record", v.client.DeleteServer(v.ctx, ref("m"), &cloud.Server{ID: s.ID}))
+			})
+			for route, n := range calls {
+				if route[:4] != "GET " {
+					t.Errorf("%s: %d, want no write", route, n)
+				}
+			}
+			if got := v.server(s.ID).Tags; !maps.Equal(got, tc.tags) {
+				t.Errorf("tags %v, want them left as %v", got, tc.tags)
+			}
+		})
+	}
+}

@@ -1,0 +1,79 @@
+package exoscale
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	v3 "github.com/exoscale/egoscale/v3"
+
+	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+)
+
+// An instance is synced and deleted only while its labels say it is the
+// Machine's, at that moment: the record the caller holds (a list's,
+// seconds old) is checked, and the instance is read again right before the
+// first write and before the delete. An instance of another cluster, of
+// another Machine or without the provider's labels is left alone: no
+// label update, no attach, no delete.
+func TestInstanceOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"another cluster", map[string]string{v1beta1.LabelClusterID: "another-cluster", v1beta1.LabelMachineName: "worker-a"}},
+		{"another Machine", map[string]string{v1beta1.LabelClusterID: clusterID, v1beta1.LabelMachineName: "other"}},
+		{"no identity", map[string]string{"terraform": "lb"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newEnv(t, emu.Config{})
+			sg := x.securityGroup("c1-all-machines")
+			s, _, err := x.c.CreateServer(x.ctx, ref("worker-a"), x.spec(specJSON(nil)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed, err := x.c.ListServers(x.ctx, cloud.Selector{ClusterID: clusterID, Machine: "worker-a"})
+			if err != nil || len(listed) != 1 {
+				t.Fatalf("listed %v, %v", listed, err)
+			}
+			stale := listed[0]
+			before, _ := x.emu.Instance(s.ID)
+			x.wait(x.raw.UpdateInstance(x.ctx, v3.UUID(s.ID), v3.UpdateInstanceRequest{Labels: tc.labels}))
+			// A spec that asks for a label and a security group the
+			// instance lacks: a sync of its own would write both.
+			changed := x.spec(specJSON(map[string]any{
+				"labels": map[string]string{"team": "b"}, "securityGroups": []any{map[string]string{"id": sg}},
+			}))
+			x.emu.Harness().ResetRequests()
+			var no *cloud.NotOwnedError
+			if _, err := x.c.SyncServer(x.ctx, ref("worker-a"), changed, &stale); !errors.As(err, &no) {
+				t.Errorf("sync with a stale record: %v, want a NotOwnedError", err)
+			}
+			fresh, err := x.c.GetServer(x.ctx, s.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := x.c.SyncServer(x.ctx, ref("worker-a"), changed, fresh); !errors.As(err, &no) {
+				t.Errorf("sync with a fresh record: %v, want a NotOwnedError", err)
+			}
+			for _, rec := range []*cloud.Server{&stale, {ID: s.ID}} {
+				if err := x.c.DeleteServer(x.ctx, ref("worker-a"), rec); !errors.As(err, &no) {
+					t.Errorf("delete: %v, want a NotOwnedError", err)
+				}
+			}
+			for route, n := range x.emu.Harness().Requests() {
+				if !strings.HasPrefix(route, "GET ") {
+					t.Errorf("%s: %d, want no write", route, n)
+				}
+			}
+			inst, ok := x.emu.Instance(s.ID)
+			if !ok || !maps.Equal(inst.Labels, tc.labels) || !slices.Equal(inst.SecurityGroups, before.SecurityGroups) {
+				t.Errorf("instance %+v (%v), want it left as it was", inst, ok)
+			}
+		})
+	}
+}

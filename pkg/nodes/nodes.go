@@ -1,0 +1,135 @@
+// Package nodes tells which Nodes run on a cloud server. It is the one
+// matcher of the provider: the janitor, duplicate cleanup and the
+// actuator's deletes ask it before any delete (a Node that runs on a server
+// vetoes the delete), and adopt pairs servers with their Nodes with it.
+//
+// A Node runs on a server when
+//
+//   - its spec.providerID is the server's (<cloud>://<id>), as a cloud
+//     controller manager or the provider's Machines set it; or
+//   - it has no providerID (a cluster without a cloud controller manager,
+//     a node Terraform made) and its name is the server's name, or the
+//     name's first label (a server named <host>.<domain> runs a Node named
+//     <host>: the Terraform modules' Ignition and the provider's own user
+//     data set that hostname; pkg/actuator's hostnames), and it reports one
+//     of the server's addresses. The name alone could be another cluster's
+//     Node of the same name; the address makes it this server's.
+//
+// A Node with another server's providerID never matches by name: it runs
+// there.
+//
+// It lives apart from pkg/orphans and pkg/adopt because every delete path
+// uses it, and they must all agree on what "a Node runs on it" means.
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+)
+
+// How a Node was matched to a server.
+const (
+	ByProviderID = "providerID"
+	ByName       = "name and address"
+)
+
+// Match is a Node found running on a server.
+type Match struct {
+	Node *corev1.Node
+	// By is ByProviderID or ByName.
+	By string
+}
+
+// String names the Node and how it was matched, for events and logs:
+// `Node worker-a (by providerID)`.
+func (m Match) String() string { return fmt.Sprintf("Node %s (by %s)", m.Node.Name, m.By) }
+
+// Index holds a cluster's Nodes for matching. It is read-only once made:
+// callers make one per sweep or decision, from a current list.
+type Index struct {
+	cloud        string
+	byProviderID map[string][]*corev1.Node
+	byName       map[string][]*corev1.Node // Nodes without a providerID
+}
+
+// New indexes the Nodes of a cluster for servers of the cloud (its name is
+// the scheme of its provider IDs).
+func New(cloudName string, list []corev1.Node) *Index {
+	ix := &Index{cloud: cloudName, byProviderID: map[string][]*corev1.Node{}, byName: map[string][]*corev1.Node{}}
+	for i := range list {
+		n := &list[i]
+		if n.Spec.ProviderID != "" {
+			ix.byProviderID[n.Spec.ProviderID] = append(ix.byProviderID[n.Spec.ProviderID], n)
+			continue
+		}
+		ix.byName[n.Name] = append(ix.byName[n.Name], n)
+	}
+	return ix
+}
+
+// List reads the cluster's Nodes with c and indexes them (New).
+func List(ctx context.Context, c client.Reader, cloudName string) (*Index, error) {
+	var list corev1.NodeList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	return New(cloudName, list.Items), nil
+}
+
+// On returns the Nodes that run on the server, those matched by providerID
+// first; none when no Node does.
+func (ix *Index) On(s cloud.Server) []Match {
+	var out []Match
+	for _, n := range ix.byProviderID[ix.cloud+"://"+s.ID] {
+		out = append(out, Match{Node: n, By: ByProviderID})
+	}
+	for _, name := range names(s.Name) {
+		for _, n := range ix.byName[name] {
+			if sharesAddress(n, s) {
+				out = append(out, Match{Node: n, By: ByName})
+			}
+		}
+	}
+	return out
+}
+
+// Describe lists matches for a message: "Node a (by providerID), Node b
+// (by name and address)".
+func Describe(ms []Match) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// names are the Node names a server may run: its name, and for a name with
+// a domain its first label.
+func names(server string) []string {
+	if server == "" {
+		return nil
+	}
+	out := []string{server}
+	if host, _, ok := strings.Cut(server, "."); ok && host != "" {
+		out = append(out, host)
+	}
+	return out
+}
+
+// sharesAddress says whether a Node reports one of the server's addresses.
+func sharesAddress(n *corev1.Node, s cloud.Server) bool {
+	for _, na := range n.Status.Addresses {
+		for _, sa := range s.Addresses {
+			if na.Address != "" && na.Address == sa.Address {
+				return true
+			}
+		}
+	}
+	return false
+}
