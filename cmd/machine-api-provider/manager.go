@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -60,14 +61,15 @@ User data templates (Jsonnet) are evaluated in a sandbox: a child process of
 this binary with the limits of the --user-data-* flags, no imports and no
 output to the log.`,
 		Example: `  # against a cluster, in the namespace the Machines live in
-  CLOUDSCALE_API_TOKEN=... machine-api-provider manager --namespace openshift-machine-api
+  CLOUDSCALE_API_TOKEN=... machine-api-provider manager --namespace openshift-machine-api \
+    --cluster-id "$(oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}')"
 
   # against the emulator (make emulator), from a laptop
   CLOUDSCALE_API_TOKEN=any machine-api-provider manager --kubeconfig ~/.kube/config \
-    --cloudscale-api-url http://127.0.0.1:8282/ --leader-elect=false
+    --cloudscale-api-url http://127.0.0.1:8282/ --leader-elect=false --cluster-id dev-1
 
   # on Exoscale
-  EXOSCALE_API_KEY=EXO... EXOSCALE_API_SECRET=... machine-api-provider manager --cloud exoscale`,
+  EXOSCALE_API_KEY=EXO... EXOSCALE_API_SECRET=... machine-api-provider manager --cloud exoscale --cluster-id c1-x7k2p`,
 		Args: cobra.NoArgs,
 		// The checks that need nothing but the flags: the deployer runs
 		// them too, on the flags a cluster's ConfigMap sets
@@ -108,7 +110,7 @@ output to the log.`,
 			if err != nil {
 				return err
 			}
-			log.Info("starting manager", "cloud", cloudName, "namespace", o.Namespace, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "maxConcurrentCreates", o.MaxConcurrentCreates)
+			log.Info("starting manager", "cloud", cloudName, "clusterID", o.ClusterID, "namespace", o.Namespace, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "maxConcurrentCreates", o.MaxConcurrentCreates)
 			return mgr.Start(cmd.Context())
 		},
 	}
@@ -123,6 +125,7 @@ output to the log.`,
 	f.StringVar(&defaultSecret, "default-credentials-secret", "", "secret holding the default credentials (cloudscale.ch: key token; Exoscale: api-key and api-secret), \"name\" in --namespace or \"namespace/name\", read at every use, so that replacing it takes effect without a restart (instead of the environment's)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machines, MachineSets and secrets to manage (\"\" for all)")
+	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity, its Infrastructure's status.infrastructureName (required; the deployer sets it): the provider acts only on Machines and MachineSets whose label machine.openshift.io/cluster-api-cluster names it, and only on servers tagged with it")
 	f.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 20, "Machines reconciled at once")
 	f.IntVar(&o.MaxConcurrentCreates, "max-concurrent-creates", 10, "servers created at once, across all Machines: Machines that would create more wait, the other reconciles go on")
 	f.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 0, "client-side limit of requests per second to the Kubernetes API (0: none; the API server's priority and fairness protects it)")
@@ -156,6 +159,9 @@ func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecr
 	case "cloudscale", "exoscale":
 	default:
 		return fmt.Errorf("--cloud %q: the clouds are: cloudscale, exoscale", cloudName)
+	}
+	if err := checkClusterID(o.ClusterID); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		flag string
@@ -199,6 +205,19 @@ func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecr
 				return fmt.Errorf("--default-credentials-secret %q: want a secret's name, or namespace/name", defaultSecret)
 			}
 		}
+	}
+	return nil
+}
+
+// checkClusterID refuses a --cluster-id the provider cannot act for: none,
+// or one that cannot be a label's value (the Machines' cluster label, and
+// the tag or label on the servers).
+func checkClusterID(id string) error {
+	if id == "" {
+		return errors.New("--cluster-id is required: the cluster's infrastructure name, `oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`")
+	}
+	if msgs := validation.IsValidLabelValue(id); len(msgs) > 0 {
+		return fmt.Errorf("--cluster-id %q: %s", id, strings.Join(msgs, "; "))
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func TestManagerConfigThroughTheDeployer(t *testing.T) {
 		Data:       map[string]string{deployer.ImagesKey: `{"machineAPIOperator": "mao:1", "kubeRBACProxy": "proxy:1"}`},
 	}))
 	mgr, err := deployer.NewManager(cfg, deployer.ManagerOptions{
-		Options:                deployer.Options{Namespace: ns, ProviderImage: "provider:1", CheckManagerArgs: checkManagerArgs},
+		Options:                deployer.Options{Namespace: ns, ProviderImage: "provider:1", CheckManagerArgs: checkManagerArgs, ClusterID: "config-test-x7k2p"},
 		MetricsBindAddress:     "0",
 		HealthProbeBindAddress: "0",
 		Log:                    log.Log,

@@ -16,9 +16,10 @@ import (
 
 func webhookCommand() *cobra.Command {
 	var (
-		o         webhooks.ServeOptions
-		cloudName string
-		zapOpts   zap.Options
+		o          webhooks.ServeOptions
+		cloudName  string
+		kubeconfig string
+		zapOpts    zap.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "webhook",
@@ -28,9 +29,12 @@ spec is the cloud's: a defaulting one and a validating one, each for Machines
 and for MachineSets (docs/webhook.md). They run the very defaulting and
 validation the actuator runs, and make no cloud API call.
 
-The webhook server needs neither credentials nor a Kubernetes client: it
-answers the API server's admission requests from what they hold, and its pods
-run without a service account token. /readyz answers once the server listens.`,
+The webhook server needs no cloud credentials: it answers the API server's
+admission requests from what they hold, and the cluster's identity, which it
+reads once from the Infrastructure named cluster (its service account may get
+that one object) unless --cluster-id gives it. A Machine or MachineSet whose
+label machine.openshift.io/cluster-api-cluster names another cluster is
+refused. /readyz answers once the server listens and knows the identity.`,
 		Example: `  # in the cluster (config/webhook), with the service CA's certificate
   machine-api-provider webhook --cloud exoscale`,
 		Args: cobra.NoArgs,
@@ -49,11 +53,22 @@ run without a service account token. /readyz answers once the server listens.`,
 				return fmt.Errorf("--cloud %q: the clouds are: cloudscale, exoscale", cloudName)
 			}
 			o.Cloud = c
+			if o.ClusterID == "" {
+				// The pod's service account, which may get the
+				// Infrastructure named cluster (config/webhook).
+				cfg, err := restConfig(kubeconfig)
+				if err != nil {
+					return fmt.Errorf("reading the cluster's identity needs the API server (or give --cluster-id): %w", err)
+				}
+				o.Config = cfg
+			}
 			return webhooks.Serve(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cloudName, "cloud", "cloudscale", "the cloud whose provider specs to default and validate: cloudscale or exoscale")
+	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity, which the label machine.openshift.io/cluster-api-cluster of Machines and MachineSets must name (default: the Infrastructure's status.infrastructureName, read once with the pod's service account)")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file, to read the Infrastructure (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.IntVar(&o.Port, "port", 9443, "HTTPS port of the webhooks")
 	f.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the serving certificate, tls.crt and tls.key (reloaded when they change)")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9440", "address of /healthz and /readyz (\"0\" disables them)")

@@ -25,6 +25,11 @@ const ClusterIDLabel = "machine.openshift.io/cluster-api-cluster"
 
 // Options tune the actuator; zero values take the defaults.
 type Options struct {
+	// ClusterID is the cluster's identity, the Infrastructure's
+	// infrastructureName (the manager's --cluster-id): the servers it acts
+	// on carry it, and a Machine whose cluster label names another cluster
+	// is refused (scope.go, clusterOf). Required.
+	ClusterID string
 	// CreateGrace is how long after a create whose answer was never seen
 	// (a timeout, a lost response, a crash of this or a predecessor
 	// process) the server may still appear: no second create is sent for
@@ -165,6 +170,11 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	if err != nil {
 		return a.fail(m, "FailedCreate", err)
 	}
+	// A Machine that names another identity's server is not given one of
+	// its own: it fails, naming the field (owner.go).
+	if err := s.checkRecorded(ctx); err != nil {
+		return a.refuse(m, a.fail(m, "FailedCreate", err))
+	}
 	a.seen.Delete(m.UID)
 	if at, ok := intentOf(m); ok && !a.isSettled(m, at) {
 		done, err := a.awaitEarlierCreate(ctx, s, at)
@@ -277,6 +287,24 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 
 func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, error) {
 	if m.DeletionTimestamp != nil && (abandoned(m) || !a.mayHaveServer(m)) {
+		return false, nil
+	}
+	if err := a.checkCluster(m); err != nil {
+		// A Machine of another cluster (or of none) has no server here,
+		// and nothing of it is looked up. Create fails one without a
+		// server naming the label; one given a provider ID the machine
+		// controller fails for its missing server, and this event says
+		// why. One whose server this provider recorded (the label changed
+		// since, or it was pinned to another identity before) is not
+		// failed, which would have its Node remediated: it is held, the
+		// error saying what to fix, until the label is the cluster's.
+		switch {
+		case m.DeletionTimestamp != nil:
+		case a.verifiedID(m) != "":
+			return false, a.fail(m, "FailedExists", err)
+		case m.Spec.ProviderID != nil:
+			_ = a.fail(m, "FailedExists", err)
+		}
 		return false, nil
 	}
 	if v, ok := a.deleted.LoadAndDelete(m.UID); ok && m.DeletionTimestamp != nil && a.now().Sub(v.(time.Time)) < seenFor {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
 // Delete deletes every server of the Machine: the recorded one and any
@@ -42,6 +43,16 @@ func (a *Actuator) delete(ctx context.Context, m *machinev1.Machine) error {
 		return a.abandon(ctx, m)
 	}
 	if !a.mayHaveServer(m) {
+		a.forget(m)
+		return nil
+	}
+	if err := a.checkCluster(m); err != nil {
+		// A Machine that names another cluster (or none) got no server
+		// from this provider, which refuses it, and the server its
+		// provider ID may name is another cluster's: it goes without a
+		// cloud call, and nothing of it is touched.
+		a.recorder.Event(m, corev1.EventTypeNormal, "NothingDeleted", cloud.Truncate(fmt.Sprintf(
+			"no server was deleted: %v", err)))
 		a.forget(m)
 		return nil
 	}
@@ -90,7 +101,12 @@ func (a *Actuator) delete(ctx context.Context, m *machinev1.Machine) error {
 }
 
 // deleteServers deletes the Machine's servers, once no create of it can
-// still land.
+// still land. A server a Node runs on that is not the Machine's own Node
+// (pkg/nodes: by provider ID, or by name and address) is not deleted: the
+// deletion waits, saying so, until the Node is gone or a person lets the
+// Machine go (the abandon annotation). A server that does not carry the
+// Machine's identity when the delete reads it (pkg/cloud, owner.go) is
+// left alone.
 func (a *Actuator) deleteServers(ctx context.Context, m *machinev1.Machine, s *scope) error {
 	servers, err := s.allServers(ctx)
 	if err != nil {
@@ -101,14 +117,34 @@ func (a *Actuator) deleteServers(ctx context.Context, m *machinev1.Machine, s *s
 		if err := a.awaitCreateBeforeDelete(m); err != nil {
 			return err
 		}
+		return nil
 	}
+	ix, err := nodes.List(ctx, a.client, a.cloud.Name())
+	if err != nil {
+		return a.fail(m, "FailedDelete", err)
+	}
+	refused := false
 	for i := range servers {
-		if err := s.client.DeleteServer(ctx, s.ref, &servers[i]); err != nil {
+		if on := vetoed(ix, m, servers[i], true); len(on) > 0 {
+			a.refuseDelete(m, servers[i], "this Machine is being deleted", on)
+			refused = true
+			continue
+		}
+		err := s.client.DeleteServer(ctx, s.ref, &servers[i])
+		if isNotOwned(err) {
+			a.recorder.Event(m, corev1.EventTypeWarning, "ServerNotOwned", cloud.Truncate(fmt.Sprintf(
+				"the %s %v", a.cloud.Name(), err)))
+			continue
+		}
+		if err != nil {
 			a.zoneUnavailable(ctx, m, err)
 			return a.fail(m, "FailedDelete", err)
 		}
 		s.view.Deleted(servers[i].ID)
 		a.recorder.Eventf(m, corev1.EventTypeNormal, "Deleted", "Deleted %s server %s", a.cloud.Name(), servers[i].ID)
+	}
+	if refused {
+		return &machinecontroller.RequeueAfterError{RequeueAfter: retryBlockedDelete}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	"github.com/appuio/machine-api-provider/pkg/metrics"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
 // resolveDuplicates settles a Machine with several servers, which the
@@ -26,9 +27,9 @@ func (s *scope) resolveDuplicates(ctx context.Context, servers []cloud.Server, r
 		}
 	}
 	kept := servers[keep]
-	nodes, err := a.nodesByProviderID(ctx)
+	ix, err := nodes.List(ctx, a.client, a.cloud.Name())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("resolving duplicate servers: %w", err)
 	}
 	var deleted, running []string
 	for i := range servers {
@@ -36,9 +37,11 @@ func (s *scope) resolveDuplicates(ctx context.Context, servers []cloud.Server, r
 			continue
 		}
 		extra := servers[i]
-		if node := nodes[a.providerID(extra.ID)]; node != "" {
+		// Any Node vetoes, the Machine's own too: it runs on the server
+		// the Machine keeps, not on this one.
+		if on := ix.On(extra); len(on) > 0 {
 			metrics.Duplicate(a.cloud.Name(), "kept_node_running")
-			running = append(running, fmt.Sprintf("%s (Node %s)", extra.ID, node))
+			running = append(running, fmt.Sprintf("%s (%s)", extra.ID, nodes.Describe(on)))
 			continue
 		}
 		if err := s.client.DeleteServer(ctx, s.ref, &extra); err != nil {
@@ -62,20 +65,4 @@ func (s *scope) resolveDuplicates(ctx context.Context, servers []cloud.Server, r
 		a.log.Info("duplicate servers with Nodes left alone", "machine", machineKey(m), "kept", kept.ID, "running", running)
 	}
 	return &kept, nil
-}
-
-// nodesByProviderID maps the provider IDs of the cluster's Nodes to their
-// names, from the manager's cache.
-func (a *Actuator) nodesByProviderID(ctx context.Context) (map[string]string, error) {
-	var nodes corev1.NodeList
-	if err := a.client.List(ctx, &nodes); err != nil {
-		return nil, fmt.Errorf("listing Nodes to resolve duplicate servers: %w", err)
-	}
-	out := make(map[string]string, len(nodes.Items))
-	for _, n := range nodes.Items {
-		if n.Spec.ProviderID != "" {
-			out[n.Spec.ProviderID] = n.Name
-		}
-	}
-	return out, nil
 }

@@ -42,7 +42,7 @@ func isInvalid(err error) bool {
 	var inv *invalidError
 	var cinv *cloud.InvalidConfigError
 	var merr *machinecontroller.MachineError
-	return errors.As(err, &inv) || errors.As(err, &cinv) ||
+	return errors.As(err, &inv) || errors.As(err, &cinv) || isNotOwned(err) ||
 		(errors.As(err, &merr) && merr.Reason == machinev1.InvalidConfigurationMachineError)
 }
 
@@ -72,6 +72,12 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 		reason, zoneDown = "ZoneUnavailable", true
 	}
 	switch {
+	case isNotOwned(err):
+		// Never retried into a write: the server stays as it is, the
+		// Machine fails naming the field that names the server.
+		msg := a.notOwnedMessage(m, err)
+		a.recorder.Event(m, corev1.EventTypeWarning, "ServerNotOwned", msg)
+		return machinecontroller.InvalidMachineConfiguration("%s", msg)
 	case errors.As(err, &inv):
 		msg := cloud.Truncate(inv.Error())
 		a.recorder.Event(m, corev1.EventTypeWarning, "InvalidConfiguration", msg)

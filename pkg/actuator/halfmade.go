@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
 // A half-made server is one whose create succeeded and a step after it (an
@@ -37,6 +38,16 @@ func (a *Actuator) undoHalfMade(ctx context.Context, s *scope, server *cloud.Ser
 	m := s.machine
 	a.recorder.Event(m, corev1.EventTypeWarning, "HalfMadeServer", cloud.Truncate(fmt.Sprintf(
 		"%s server %s was made, but a step after its create was refused for good (%v): deleting it", a.cloud.Name(), server.ID, cause)))
+	ix, err := nodes.List(ctx, a.client, a.cloud.Name())
+	if err != nil {
+		return a.fail(m, reason, err)
+	}
+	if on := ix.On(*server); len(on) > 0 {
+		// It joined the cluster after all: its workloads outweigh what it
+		// lacks. Left as it is, the Machine retried.
+		a.refuseDelete(m, *server, "it is half-made", on)
+		return a.fail(m, reason, cause)
+	}
 	if err := s.client.DeleteServer(ctx, s.ref, server); err != nil {
 		return a.fail(m, reason, err)
 	}

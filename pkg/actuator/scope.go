@@ -33,7 +33,7 @@ type scope struct {
 func owner(m *machinev1.Machine) string { return "machine/" + string(m.UID) }
 
 func (a *Actuator) scope(ctx context.Context, m *machinev1.Machine) (*scope, error) {
-	clusterID, err := clusterOf(m)
+	clusterID, err := a.clusterOf(m)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (a *Actuator) deleteScope(ctx context.Context, m *machinev1.Machine) (*scop
 	if err == nil || !isInvalid(err) {
 		return s, err
 	}
-	clusterID, cerr := clusterOf(m)
+	clusterID, cerr := a.clusterOf(m)
 	if cerr != nil {
 		return nil, cerr
 	}
@@ -90,12 +90,32 @@ func (a *Actuator) deleteScope(ctx context.Context, m *machinev1.Machine) (*scop
 	return inv, ierr
 }
 
-func clusterOf(m *machinev1.Machine) (string, error) {
-	id := m.Labels[ClusterIDLabel]
-	if id == "" {
-		return "", invalidf(field.NewPath("metadata", "labels").Key(ClusterIDLabel), "required: the cluster's infrastructure name, which tags the Machine's server")
+// clusterLabelPath is the Machine's cluster label, for messages.
+var clusterLabelPath = field.NewPath("metadata", "labels").Key(ClusterIDLabel)
+
+// clusterOf is the cluster the Machine's servers are tagged with: the
+// cluster the actuator is pinned to (Options.ClusterID, the Infrastructure's
+// infrastructureName), which the Machine's label must name. The label is
+// never taken as the identity itself: a Machine copied from another cluster,
+// or labelled by a wrong `adopt --cluster-id`, would make that cluster's
+// servers this one's.
+func (a *Actuator) clusterOf(m *machinev1.Machine) (string, error) {
+	if err := a.checkCluster(m); err != nil {
+		return "", err
 	}
-	return id, nil
+	return a.o.ClusterID, nil
+}
+
+// checkCluster refuses a Machine whose cluster label is missing or names
+// another cluster than the pinned one.
+func (a *Actuator) checkCluster(m *machinev1.Machine) error {
+	switch id := m.Labels[ClusterIDLabel]; {
+	case id == "":
+		return invalidf(clusterLabelPath, "required: the cluster's infrastructure name (%q), which tags the Machine's server", a.o.ClusterID)
+	case id != a.o.ClusterID:
+		return invalidf(clusterLabelPath, "names cluster %q, and this cluster is %q (the Infrastructure's infrastructureName): a Machine of another cluster is never acted on, nor its servers touched; fix the label or delete the Machine", id, a.o.ClusterID)
+	}
+	return nil
 }
 
 // checkHostname refuses Machine names a server and a Node cannot have: the
@@ -130,12 +150,11 @@ func (s *scope) server(ctx context.Context) (*cloud.Server, error) {
 	}
 	recorded := s.a.recordedID(s.machine)
 	if recorded != "" && !has(servers, recorded) && !s.view.WasDeleted(recorded) {
-		srv, err := s.client.GetServer(ctx, recorded)
-		switch {
-		case cloud.IsNotFound(err):
-		case err != nil:
+		srv, err := s.recordedServer(ctx, recorded, true)
+		if err != nil {
 			return nil, err
-		default:
+		}
+		if srv != nil {
 			s.view.Created(*srv)
 			servers = append(servers, *srv)
 		}
@@ -163,15 +182,49 @@ func (s *scope) allServers(ctx context.Context) ([]cloud.Server, error) {
 	if id == "" || has(found, id) || s.view.WasDeleted(id) {
 		return found, nil
 	}
-	srv, err := s.client.GetServer(ctx, id)
-	switch {
-	case cloud.IsNotFound(err):
-	case err != nil:
+	srv, err := s.recordedServer(ctx, id, false)
+	if err != nil {
 		return nil, err
-	default:
+	}
+	if srv != nil {
 		found = append(found, *srv)
 	}
 	return found, nil
+}
+
+// recordedServer looks up the server the Machine records (its provider ID,
+// or the instance ID of its status) that the view does not show as the
+// Machine's: nil when it is gone. One that does not carry the Machine's
+// identity is left alone and reported (notOwned), for a provider ID is no
+// proof of ownership (pkg/cloud, owner.go):
+//
+//   - a provider ID alone (given, never found to be the Machine's): nil,
+//     the Machine has no such server. It goes on with servers that are its
+//     own, and without one it has none: the machine controller fails a
+//     Machine whose recorded server it cannot find (Exists), and a create
+//     is refused (checkRecorded). A Machine copied from another cluster, or
+//     created with the provider ID of any server the credentials reach,
+//     ends there.
+//   - a server the provider recorded in the status (its identity changed
+//     since: a person, Terraform): the error, with hold set. Failing the
+//     Machine would have its Node remediated; it is held instead, the
+//     error saying what to fix. Deleting it (allServers) leaves the server.
+func (s *scope) recordedServer(ctx context.Context, id string, hold bool) (*cloud.Server, error) {
+	srv, err := s.client.GetServer(ctx, id)
+	switch {
+	case cloud.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	if err := cloud.CheckOwned(s.ref, srv); err != nil {
+		s.a.notOwned(ctx, s.machine, err)
+		if hold && s.a.verifiedID(s.machine) == id {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return srv, nil
 }
 
 // zone is the zone of the Machine's servers, as its spec says; "" when

@@ -46,6 +46,16 @@ type providerStatus struct {
 
 func (a *Actuator) providerID(id string) string { return a.cloud.Name() + "://" + id }
 
+// verifiedID is the server ID the provider recorded in the Machine's status
+// (after finding the server carries the Machine's identity), "" if none. A
+// provider ID alone may have been given by anyone who can write Machines.
+func (a *Actuator) verifiedID(m *machinev1.Machine) string {
+	if st, err := decodeStatus(m); err == nil {
+		return st.InstanceID
+	}
+	return ""
+}
+
 // recordedID is the server ID the Machine already carries, "" if none.
 func (a *Actuator) recordedID(m *machinev1.Machine) string {
 	if st, err := decodeStatus(m); err == nil && st.InstanceID != "" {
@@ -120,6 +130,8 @@ func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, d
 	meta.RemoveStatusCondition(&st.Conditions, ConditionCredentials)
 	// So was the server's zone.
 	meta.RemoveStatusCondition(&st.Conditions, ConditionZone)
+	// And the Machine records a server of its own.
+	meta.RemoveStatusCondition(&st.Conditions, ConditionServerOwned)
 	raw, err := encodeStatus(st)
 	if err != nil {
 		return err

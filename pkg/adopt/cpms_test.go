@@ -95,7 +95,7 @@ func withWebhooks(t *testing.T, c cloud.Cloud) client.Client {
 	if err := kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	hooks.Serve(t, c)
+	hooks.Serve(t, c, "c1-x7k2p")
 	return kube
 }
 

@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -190,4 +191,18 @@ func (acc *Account) Clusters() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// KeepViews drops the account's views of clusters other than those given:
+// the janitor sweeps every cluster an account has a view of, and a view
+// made for a cluster no object of this provider names (any more) must not
+// keep that cluster's servers under its eyes.
+func (acc *Account) KeepViews(clusters ...string) {
+	acc.mu.Lock()
+	defer acc.mu.Unlock()
+	for id := range acc.views {
+		if !slices.Contains(clusters, id) {
+			delete(acc.views, id)
+		}
+	}
 }

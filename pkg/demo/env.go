@@ -49,6 +49,9 @@ const ClusterID = "demo-7xk2p"
 type Options struct {
 	// Cloud is the cloud to emulate, Cloudscale (the default) or Exoscale.
 	Cloud string
+	// ClusterID is the cluster's infrastructure name, in its
+	// Infrastructure, and the provider's identity. Default ClusterID.
+	ClusterID string
 	// BinDir holds the tools `make tools` builds, the
 	// cluster-autoscaler-operator, its manifests and the cluster-autoscaler
 	// included.
@@ -81,6 +84,9 @@ const (
 func (o Options) withDefaults() Options {
 	if o.Cloud == "" {
 		o.Cloud = Cloudscale
+	}
+	if o.ClusterID == "" {
+		o.ClusterID = ClusterID
 	}
 	if o.ScaleDownUnneeded == 0 {
 		o.ScaleDownUnneeded = defaultScaleDownDelay
@@ -169,13 +175,14 @@ func Start(o Options) (*Env, error) {
 	if err != nil {
 		return e, err
 	}
-	e.MachineSetName = ClusterID + "-worker-" + e.cloud.zoneSuffix
+	e.MachineSetName = o.ClusterID + "-worker-" + e.cloud.zoneSuffix
 	srv := httptest.NewServer(e.cloud.handler)
 	e.stops = append(e.stops, srv.Close)
 	e.APIURL = srv.URL + "/"
 
 	mgr, err := manager.New(e.Cluster.Config, manager.Options{
 		Cloud:                  e.cloud.provider(srv.URL + "/"),
+		ClusterID:              o.ClusterID,
 		Namespace:              Namespace,
 		CapacityPublisher:      true,
 		MetricsBindAddress:     "0",

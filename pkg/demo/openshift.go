@@ -35,7 +35,7 @@ func (e *Env) openShiftObjects(ctx context.Context) error {
 		return err
 	}
 	infra.Status = configv1.InfrastructureStatus{
-		InfrastructureName:   ClusterID,
+		InfrastructureName:   e.Options.ClusterID,
 		PlatformStatus:       &configv1.PlatformStatus{Type: configv1.ExternalPlatformType},
 		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
 	}

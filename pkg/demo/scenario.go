@@ -32,7 +32,7 @@ func (e *Env) MachineSet(instanceType string) *machinev1.MachineSet {
 		instanceType = e.cloud.instanceType
 	}
 	labels := map[string]string{
-		"machine.openshift.io/cluster-api-cluster":      ClusterID,
+		"machine.openshift.io/cluster-api-cluster":      e.Options.ClusterID,
 		"machine.openshift.io/cluster-api-machineset":   e.MachineSetName,
 		"machine.openshift.io/cluster-api-machine-role": "worker",
 		"machine.openshift.io/cluster-api-machine-type": "worker",
@@ -41,12 +41,12 @@ func (e *Env) MachineSet(instanceType string) *machinev1.MachineSet {
 	ms := &machinev1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: e.MachineSetName, Namespace: Namespace,
-			Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": ClusterID},
+			Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": e.Options.ClusterID},
 		},
 		Spec: machinev1.MachineSetSpec{
 			Replicas: &zero,
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{
-				"machine.openshift.io/cluster-api-cluster":    ClusterID,
+				"machine.openshift.io/cluster-api-cluster":    e.Options.ClusterID,
 				"machine.openshift.io/cluster-api-machineset": e.MachineSetName,
 			}},
 			Template: machinev1.MachineTemplateSpec{ObjectMeta: machinev1.ObjectMeta{Labels: labels}},

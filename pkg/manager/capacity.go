@@ -9,7 +9,7 @@ import (
 
 // addCapacityPublisher runs the MachineSet controller that publishes what a
 // node of each MachineSet will have, for scaling from zero.
-func addCapacityPublisher(mgr ctrl.Manager, accounts *cloud.Accounts) error {
-	r := capacity.New(mgr.GetClient(), accounts, mgr.GetEventRecorderFor("machineset-capacity"), capacity.Options{SpecKind: accounts.Cloud().SpecKind()})
+func addCapacityPublisher(mgr ctrl.Manager, accounts *cloud.Accounts, clusterID string) error {
+	r := capacity.New(mgr.GetClient(), accounts, mgr.GetEventRecorderFor("machineset-capacity"), capacity.Options{SpecKind: accounts.Cloud().SpecKind(), ClusterID: clusterID})
 	return r.SetupWithManager(mgr)
 }

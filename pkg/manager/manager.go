@@ -39,6 +39,12 @@ import (
 type Options struct {
 	// Cloud the Machines run on.
 	Cloud cloud.Cloud
+	// ClusterID is the cluster's identity, the Infrastructure's
+	// infrastructureName (--cluster-id, which the deployer sets): the
+	// actuator, the capacity publisher and the janitor act on this
+	// cluster's Machines, MachineSets and servers only, whatever the
+	// label of a Machine or MachineSet says. Required.
+	ClusterID string
 	// Namespace to watch Machines, MachineSets and secrets in; "" for all.
 	Namespace string
 	// MaxConcurrentReconciles of the machine controller. Default 20.
@@ -112,6 +118,9 @@ func Scheme() (*runtime.Scheme, error) {
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.Cloud == nil {
 		return nil, fmt.Errorf("no cloud")
+	}
+	if o.ClusterID == "" {
+		return nil, fmt.Errorf("no cluster ID: the provider acts for one cluster, the Infrastructure's infrastructureName")
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 20
@@ -196,6 +205,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.MaxConcurrentCreates > 0 {
 		actOpts.MaxConcurrentCreates = o.MaxConcurrentCreates
 	}
+	actOpts.ClusterID = o.ClusterID
 	actOpts.SecretReader = mgr.GetAPIReader()
 	actOpts.Orphans = registry
 	if o.UserDataRenderer != nil {
@@ -204,6 +214,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	act := actuator.New(mgr.GetClient(), accounts, mgr.GetEventRecorderFor(o.Cloud.Name()+"-actuator"), o.Log.WithName("actuator"), actOpts)
 	janOpts := o.Janitor
 	janOpts.Log = o.Log.WithName("janitor")
+	janOpts.ClusterID = o.ClusterID
+	if janOpts.Adoptions == nil {
+		janOpts.Adoptions = &orphans.Adoptions{Client: mgr.GetClient(), Namespace: registryNS, Cloud: o.Cloud.Name()}
+	}
 	jan, err := janitor.New(mgr.GetClient(), accounts, registry, janOpts)
 	if err != nil {
 		return nil, err
@@ -226,7 +240,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("adding the machine controller: %w", err)
 	}
 	if o.CapacityPublisher {
-		if err := addCapacityPublisher(mgr, accounts); err != nil {
+		if err := addCapacityPublisher(mgr, accounts, o.ClusterID); err != nil {
 			return nil, fmt.Errorf("adding the capacity publisher: %w", err)
 		}
 	}

@@ -137,18 +137,25 @@ func (r *Registry) get(ctx context.Context) (*corev1.ConfigMap, error) {
 // update applies change to the ConfigMap (created when missing), retrying
 // on conflicts.
 func (r *Registry) update(ctx context.Context, change func(*corev1.ConfigMap) bool) error {
+	return updateConfigMap(ctx, r.Client, types.NamespacedName{Namespace: r.Namespace, Name: r.name()},
+		"Servers of "+r.Cloud+" that carry a cluster's identity but belong to no Machine. Delete a server, then its key here.", change)
+}
+
+// updateConfigMap applies change to a record's ConfigMap (created, with the
+// description, when missing), retrying on conflicts.
+func updateConfigMap(ctx context.Context, c client.Client, key types.NamespacedName, description string, change func(*corev1.ConfigMap) bool) error {
 	for attempt := 0; ; attempt++ {
-		cm, err := r.get(ctx)
-		if err != nil {
+		cm := &corev1.ConfigMap{}
+		err := c.Get(ctx, key, cm)
+		create := apierrors.IsNotFound(err)
+		if err != nil && !create {
 			return err
 		}
-		create := cm == nil
 		if create {
 			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-				Name: r.name(), Namespace: r.Namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "machine-api-provider"},
-				Annotations: map[string]string{"machine.appuio.io/description": "Servers of " + r.Cloud +
-					" that carry a cluster's identity but belong to no Machine. Delete a server, then its key here."},
+				Name: key.Name, Namespace: key.Namespace,
+				Labels:      map[string]string{"app.kubernetes.io/managed-by": "machine-api-provider"},
+				Annotations: map[string]string{"machine.appuio.io/description": description},
 			}}
 		}
 		if cm.Data == nil {
@@ -158,9 +165,9 @@ func (r *Registry) update(ctx context.Context, change func(*corev1.ConfigMap) bo
 			return nil
 		}
 		if create {
-			err = r.Client.Create(ctx, cm)
+			err = c.Create(ctx, cm)
 		} else {
-			err = r.Client.Update(ctx, cm)
+			err = c.Update(ctx, cm)
 		}
 		if (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) && attempt < 5 {
 			continue

@@ -47,16 +47,17 @@ func (w *Webhooks) opts() *envtest.WebhookInstallOptions {
 	return &w.env.WebhookInstallOptions
 }
 
-// Serve runs the provider's webhooks for c (webhooks.Serve, as the
-// webhook Deployment does) on the port and certificate the API server
-// was given, until the test ends; a failure to serve fails the test.
-func (w *Webhooks) Serve(t testing.TB, c cloud.Cloud) {
+// Serve runs the provider's webhooks for c and the cluster clusterID
+// (webhooks.Serve, as the webhook Deployment does) on the port and
+// certificate the API server was given, until the test ends; a failure to
+// serve fails the test.
+func (w *Webhooks) Serve(t testing.TB, c cloud.Cloud, clusterID string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
 		served <- webhooks.Serve(ctx, webhooks.ServeOptions{
-			Cloud: c, Port: w.Port(), CertDir: w.CertDir(),
+			Cloud: c, ClusterID: clusterID, Port: w.Port(), CertDir: w.CertDir(),
 			HealthProbeBindAddress: "0", MetricsBindAddress: "0",
 		})
 	}()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -171,10 +172,13 @@ func startWebhooks(t *testing.T) *env {
 	ctrllog.SetLogger(logr.Discard())
 	mut, val := docManifests(t)
 	hooks := &testenv.Webhooks{Mutating: mut, Validating: val}
-	cfg, _ := testenv.Start(t, testenv.WithMachineAPI(t), testenv.WithWebhooks(hooks))
+	cfg, _ := testenv.Start(t, testenv.WithMachineAPI(t), testenv.WithCRDs(testenv.InfrastructureCRD(t)), testenv.WithWebhooks(hooks))
 
 	scheme, err := manager.Scheme()
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := configv1.Install(scheme); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
@@ -185,6 +189,8 @@ func startWebhooks(t *testing.T) *env {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		t.Fatal(err)
 	}
+	// The cluster's identity, which the webhooks read as in a cluster.
+	createInfrastructure(t, c, clusterID)
 
 	calls := &countingTransport{}
 	cs := cscloud.New(cscloud.Options{BaseURL: "http://127.0.0.1:1/", DefaultToken: "x", HTTPClient: &http.Client{Transport: calls}})
@@ -192,8 +198,8 @@ func startWebhooks(t *testing.T) *env {
 	served := make(chan error, 1)
 	go func() {
 		served <- webhooks.Serve(ctx, webhooks.ServeOptions{
-			Cloud: cs, Port: hooks.Port(), CertDir: hooks.CertDir(),
-			HealthProbeBindAddress: "0", MetricsBindAddress: "0",
+			Cloud: cs, Config: cfg, Port: hooks.Port(), CertDir: hooks.CertDir(),
+			HealthProbeBindAddress: "0", MetricsBindAddress: "0", InfrastructurePoll: 100 * time.Millisecond,
 		})
 	}()
 	// Cleanups run last first: the server stops before the calls are counted.
@@ -224,6 +230,21 @@ func startWebhooks(t *testing.T) *env {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return &env{c: c, cfg: cfg}
+}
+
+// createInfrastructure creates the Infrastructure named cluster, whose
+// infrastructureName is the cluster's identity.
+func createInfrastructure(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	if err := c.Create(context.Background(), infra); err != nil {
+		t.Fatal(err)
+	}
+	infra.Status = configv1.InfrastructureStatus{InfrastructureName: name,
+		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
+	if err := c.Status().Update(context.Background(), infra); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func validSpec() map[string]any {
@@ -335,7 +356,11 @@ var invalids = []invalid{
 	{name: "flavor too long", mutate: func(s map[string]any, _ map[string]string) { s["flavor"] = strings.Repeat("f", 65) },
 		field: ".flavor", want: "Too long: may not be more than 64 bytes"},
 	{name: "missing cluster label", mutate: func(_ map[string]any, l map[string]string) { delete(l, actuator.ClusterIDLabel) },
-		label: true, field: "[machine.openshift.io/cluster-api-cluster]", want: "Required value: the cluster's infrastructure name, which tags the Machine's server"},
+		label: true, field: "[machine.openshift.io/cluster-api-cluster]", want: `Required value: the cluster's infrastructure name, which tags the Machine's server ("c1-x7k2p")`},
+	// Copied from another cluster: the provider never acts on it, and
+	// says so at once.
+	{name: "another cluster's label", mutate: func(_ map[string]any, l map[string]string) { l[actuator.ClusterIDLabel] = "c2-other" },
+		label: true, field: "[machine.openshift.io/cluster-api-cluster]", want: `Invalid value: "c2-other": names cluster "c2-other", and this cluster is "c1-x7k2p"`},
 }
 
 // kinds are Machines and MachineSets, with where each has the provider

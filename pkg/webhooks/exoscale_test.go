@@ -37,7 +37,7 @@ func TestExoscaleWebhooks(t *testing.T) {
 		}
 	}
 
-	v := webhooks.NewValidator(c, webhooks.Machines)
+	v := webhooks.NewValidator(c, webhooks.Machines, webhooks.FixedIdentity(clusterID))
 	bad := exoscaleSpec()
 	bad["diskSize"] = 5
 	resp = v.Handle(ctx, request(t, admissionv1.Create, machine("worker-a", bad, defaultLabels()), nil))

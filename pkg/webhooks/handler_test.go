@@ -49,7 +49,7 @@ func invalidMachine() *machinev1.Machine {
 }
 
 func TestValidatorUpdates(t *testing.T) {
-	v := webhooks.NewValidator(unreachableCloud(), webhooks.Machines)
+	v := webhooks.NewValidator(unreachableCloud(), webhooks.Machines, webhooks.FixedIdentity(clusterID))
 	ctx := context.Background()
 
 	t.Run("unchanged invalid spec: admitted with warnings", func(t *testing.T) {

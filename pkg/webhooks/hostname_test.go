@@ -47,7 +47,7 @@ func TestNamesMustMakeHostnames(t *testing.T) {
 		{"MachineSet: FQDN too long", webhooks.MachineSets, machineSet("c1-worker", withDomain(strings.Repeat("abcdefghi.", 23)+"example.ch"), defaultLabels()), "metadata.name", "more than the 253"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			resp := webhooks.NewValidator(unreachableCloud(), c.res).Handle(ctx, request(t, admissionv1.Create, c.obj, nil))
+			resp := webhooks.NewValidator(unreachableCloud(), c.res, webhooks.FixedIdentity(clusterID)).Handle(ctx, request(t, admissionv1.Create, c.obj, nil))
 			if c.field == "" {
 				if !resp.Allowed {
 					t.Fatalf("refused: %v", resp.Result.Message)
@@ -71,7 +71,7 @@ func TestNamesMustMakeHostnames(t *testing.T) {
 		old := machine("c1.worker.a1b2c", validSpec(), defaultLabels())
 		cur := old.DeepCopy()
 		cur.Finalizers = []string{"machine.machine.openshift.io"}
-		resp := webhooks.NewValidator(unreachableCloud(), webhooks.Machines).Handle(ctx, request(t, admissionv1.Update, cur, old))
+		resp := webhooks.NewValidator(unreachableCloud(), webhooks.Machines, webhooks.FixedIdentity(clusterID)).Handle(ctx, request(t, admissionv1.Update, cur, old))
 		if !resp.Allowed || !containsWarning(resp.Warnings, "metadata.name") {
 			t.Errorf("allowed %v, warnings %q; want admitted with the name's problem as a warning", resp.Allowed, resp.Warnings)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -33,12 +34,23 @@ type ServeOptions struct {
 	// MetricsBindAddress serves /metrics (controller-runtime's webhook
 	// metrics: requests, latency, in flight); "0" turns it off.
 	MetricsBindAddress string
+	// ClusterID is the cluster's identity (identity.go), which the
+	// validating webhooks hold the cluster label to. Empty, it is read from
+	// the Infrastructure named cluster with Config.
+	ClusterID string
+	// Config reaches the API server, to read the Infrastructure when
+	// ClusterID is empty: the in-cluster config, with the pod's service
+	// account.
+	Config *rest.Config
+	// InfrastructurePoll is how often the Infrastructure is read again
+	// until it names the identity. Default 5 seconds.
+	InfrastructurePoll time.Duration
 	Log                logr.Logger
 }
 
 // NewServer is the webhook server with the provider's TLS settings, the four
-// webhooks registered.
-func NewServer(c cloud.Cloud, port int, certDir string) webhook.Server {
+// webhooks registered, validating for the cluster whose identity is id.
+func NewServer(c cloud.Cloud, port int, certDir string, id *Identity) webhook.Server {
 	srv := webhook.NewServer(webhook.Options{
 		Port:    port,
 		CertDir: certDir,
@@ -46,23 +58,42 @@ func NewServer(c cloud.Cloud, port int, certDir string) webhook.Server {
 		// worth the exposure for a few requests a minute.
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 	})
-	Register(srv, c)
+	Register(srv, c, id)
 	return srv
 }
 
-// Serve runs the webhooks until ctx ends. It needs no Kubernetes client and
-// no credentials: the webhooks look only at the object in the admission
-// request, so the pods that serve them run without a service account token
-// and without RBAC. They run in a Deployment of their own that every way of
-// installing declares (config/webhook, the OLM bundle), never in the
-// Deployment the deployer applies at runtime (docs/design.md says why).
+// Serve runs the webhooks until ctx ends. It needs no cloud credentials:
+// the webhooks look at the object in the admission request, and at the
+// cluster's identity, which it reads once from the Infrastructure unless
+// ClusterID gives it (identity.go): the pods that serve them may get that
+// one object, nothing else. They run in a Deployment of their own that
+// every way of installing declares (config/webhook, the OLM bundle), never
+// in the Deployment the deployer applies at runtime (docs/design.md says
+// why).
 func Serve(ctx context.Context, o ServeOptions) error {
 	if o.Cloud == nil {
 		return errors.New("webhooks: no cloud")
 	}
-	srv := NewServer(o.Cloud, o.Port, o.CertDir)
+	id := &Identity{}
+	switch {
+	case o.ClusterID != "":
+		id.Set(o.ClusterID)
+	case o.Config == nil:
+		return errors.New("webhooks: no cluster ID, and no API server to read the Infrastructure's infrastructureName from")
+	}
+	if o.InfrastructurePoll <= 0 {
+		o.InfrastructurePoll = 5 * time.Second
+	}
+	srv := NewServer(o.Cloud, o.Port, o.CertDir, id)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if _, known := id.Get(); !known {
+		go func() {
+			if err := readInfrastructure(ctx, o.Config, id, o.InfrastructurePoll, o.Log); err != nil {
+				o.Log.Error(err, "the cluster's identity cannot be read: the webhooks refuse Machines and MachineSets")
+			}
+		}()
+	}
 
 	errs := make(chan error, 3)
 	running := 0
@@ -99,6 +130,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	probes.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := started(r); err != nil {
 			http.Error(w, "webhook server: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if _, known := id.Get(); !known {
+			http.Error(w, "the cluster's identity (the Infrastructure's infrastructureName) is not known yet", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

@@ -21,8 +21,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/testenv"
 	"github.com/appuio/machine-api-provider/pkg/webhooks"
 )
 
@@ -39,7 +43,7 @@ func TestServe(t *testing.T) {
 	served := make(chan error, 1)
 	go func() {
 		served <- webhooks.Serve(ctx, webhooks.ServeOptions{
-			Cloud: cscloud.New(cscloud.Options{}), Port: port, CertDir: certDir,
+			Cloud: cscloud.New(cscloud.Options{}), ClusterID: "c1-x7k2p", Port: port, CertDir: certDir,
 			HealthProbeBindAddress: fmt.Sprintf("127.0.0.1:%d", health),
 			MetricsBindAddress:     fmt.Sprintf("127.0.0.1:%d", metrics),
 			Log:                    logr.Discard(),
@@ -105,7 +109,7 @@ func TestServe(t *testing.T) {
 
 	// No certificate: it does not start.
 	err = webhooks.Serve(context.Background(), webhooks.ServeOptions{
-		Cloud: cscloud.New(cscloud.Options{}), Port: freePort(t), CertDir: t.TempDir(),
+		Cloud: cscloud.New(cscloud.Options{}), ClusterID: "c1-x7k2p", Port: freePort(t), CertDir: t.TempDir(),
 		HealthProbeBindAddress: "0", MetricsBindAddress: "0", Log: logr.Discard(),
 	})
 	if err == nil {
@@ -151,5 +155,77 @@ func writeCert(t *testing.T, dir string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Without --cluster-id the webhook server reads the cluster's identity from
+// the Infrastructure named cluster: until that names an infrastructureName
+// it is not ready (the API server then calls no pod of it) and would refuse
+// every Machine and MachineSet it validates; once it does, it is ready and
+// holds the cluster label to it.
+func TestServeWaitsForTheClusterIdentity(t *testing.T) {
+	cfg, _ := testenv.Start(t, testenv.WithCRDs(testenv.InfrastructureCRD(t)))
+	scheme := runtime.NewScheme()
+	if err := configv1.Install(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	certDir := t.TempDir()
+	writeCert(t, certDir)
+	health := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- webhooks.Serve(ctx, webhooks.ServeOptions{
+			Cloud: cscloud.New(cscloud.Options{}), Config: cfg, InfrastructurePoll: 100 * time.Millisecond,
+			Port: freePort(t), CertDir: certDir, HealthProbeBindAddress: fmt.Sprintf("127.0.0.1:%d", health), MetricsBindAddress: "0", Log: logr.Discard(),
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	readyz := func() (int, string) {
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	// Listening, but without an identity: not ready, and it stays so
+	// across several reads of the Infrastructure.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, body := readyz()
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "identity") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz: %d %s, want 503 for the identity", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if code, body := readyz(); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz without an Infrastructure: %d %s", code, body)
+	}
+	createInfrastructure(t, c, "c1-x7k2p")
+	deadline = time.Now().Add(time.Minute)
+	for {
+		code, body := readyz()
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz once the Infrastructure names the identity: %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -83,7 +83,7 @@ func TestUnknownFieldsAreWarnedAbout(t *testing.T) {
 		{webhooks.Machines, machine("m", specFrom(t, misspelt), defaultLabels()), "spec.providerSpec.value"},
 		{webhooks.MachineSets, machineSet("ms", specFrom(t, misspelt), defaultLabels()), "spec.template.spec.providerSpec.value"},
 	} {
-		v := webhooks.NewValidator(unreachableCloud(), k.res)
+		v := webhooks.NewValidator(unreachableCloud(), k.res, webhooks.FixedIdentity(clusterID))
 		resp := v.Handle(ctx, request(t, admissionv1.Create, k.object, nil))
 		if !resp.Allowed {
 			t.Fatalf("%s: refused: %+v", k.path, resp.Result)
@@ -108,7 +108,7 @@ func TestUnknownFieldsOfAnInvalidSpec(t *testing.T) {
 
 	// A cloud that names its spec type: the misspelling that made the spec
 	// invalid is named beside the error.
-	v := webhooks.NewValidator(prototypeCloud{unreachableCloud()}, webhooks.Machines)
+	v := webhooks.NewValidator(prototypeCloud{unreachableCloud()}, webhooks.Machines, webhooks.FixedIdentity(clusterID))
 	resp := v.Handle(ctx, request(t, admissionv1.Create, machine("m", spec, defaultLabels()), nil))
 	if resp.Allowed {
 		t.Fatal("admitted without a flavor")

@@ -19,6 +19,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -53,12 +54,13 @@ const (
 // failure read alike.
 const clusterIDDetail = "the cluster's infrastructure name, which tags the Machine's server"
 
-// Register registers the four webhooks on srv.
-func Register(srv webhook.Server, c cloud.Cloud) {
+// Register registers the four webhooks on srv; the validating ones hold
+// the cluster label to the cluster's identity id.
+func Register(srv webhook.Server, c cloud.Cloud, id *Identity) {
 	srv.Register(MutateMachinePath, &webhook.Admission{Handler: NewDefaulter(c, Machines)})
-	srv.Register(ValidateMachinePath, &webhook.Admission{Handler: NewValidator(c, Machines)})
+	srv.Register(ValidateMachinePath, &webhook.Admission{Handler: NewValidator(c, Machines, id)})
 	srv.Register(MutateMachineSetPath, &webhook.Admission{Handler: NewDefaulter(c, MachineSets)})
-	srv.Register(ValidateMachineSetPath, &webhook.Admission{Handler: NewValidator(c, MachineSets)})
+	srv.Register(ValidateMachineSetPath, &webhook.Admission{Handler: NewValidator(c, MachineSets, id)})
 }
 
 // Resource is Machines or MachineSets, as the webhooks see them.
@@ -164,10 +166,14 @@ func acted(op admissionv1.Operation) bool {
 type Validator struct {
 	cloud cloud.Cloud
 	res   Resource
+	id    *Identity
 }
 
-// NewValidator returns the validating webhook for r.
-func NewValidator(c cloud.Cloud, r Resource) *Validator { return &Validator{cloud: c, res: r} }
+// NewValidator returns the validating webhook for r, for the cluster whose
+// identity is id.
+func NewValidator(c cloud.Cloud, r Resource, id *Identity) *Validator {
+	return &Validator{cloud: c, res: r, id: id}
+}
 
 // Handle admits an object whose provider spec is valid and whose Machine
 // would carry the cluster label, and refuses any other with a field error
@@ -222,8 +228,17 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 // parsed spec too, nil when invalid.
 func (v *Validator) validate(obj object) (field.ErrorList, cloud.Spec) {
 	var errs field.ErrorList
-	if obj.labels[actuator.ClusterIDLabel] == "" {
-		errs = append(errs, field.Required(v.res.labelsPath.Key(actuator.ClusterIDLabel), clusterIDDetail))
+	labelPath := v.res.labelsPath.Key(actuator.ClusterIDLabel)
+	cluster, known := v.id.Get()
+	switch label := obj.labels[actuator.ClusterIDLabel]; {
+	case !known:
+		errs = append(errs, field.InternalError(labelPath, errors.New("the webhook does not know the cluster's identity yet (the Infrastructure's infrastructureName): try again in a moment")))
+	case label == "":
+		errs = append(errs, field.Required(labelPath, fmt.Sprintf("%s (%q)", clusterIDDetail, cluster)))
+	case label != cluster:
+		// In the actuator's words (pkg/actuator/scope.go).
+		errs = append(errs, field.Invalid(labelPath, label, fmt.Sprintf(
+			"names cluster %q, and this cluster is %q (the Infrastructure's infrastructureName): a Machine of another cluster is never acted on, nor its servers touched", label, cluster)))
 	}
 	spec, specErrs := v.cloud.ParseSpec(obj.providerSpec, v.res.specPath)
 	errs = append(errs, specErrs...)

@@ -142,7 +142,7 @@ func startElectedManager(b *testing.B, e *fixture.Env, c benchCloud, name string
 		b.Fatal(err)
 	}
 	addr := freeAddr(b)
-	args := append([]string{"manager", "--kubeconfig", e.Kubeconfig(b), "--namespace", fixture.Namespace,
+	args := append([]string{"manager", "--kubeconfig", e.Kubeconfig(b), "--namespace", fixture.Namespace, "--cluster-id", fixture.ClusterID,
 		"--leader-elect=true", "--metrics-bind-address", addr, "--health-probe-bind-address", "0"}, c.managerArgs(e)...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), c.managerEnv...)

@@ -231,7 +231,7 @@ func startManagerProcess(b *testing.B, e *fixture.Env, c benchCloud) *managerPro
 	}
 	addr := freeAddr(b)
 	args := append([]string{"manager", "--kubeconfig", e.Kubeconfig(b),
-		"--namespace", fixture.Namespace, "--leader-elect=false", "--metrics-bind-address", addr,
+		"--namespace", fixture.Namespace, "--cluster-id", fixture.ClusterID, "--leader-elect=false", "--metrics-bind-address", addr,
 		"--health-probe-bind-address", "0", "--capacity-publisher=false"}, c.managerArgs(e)...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), c.managerEnv...)

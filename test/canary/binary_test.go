@@ -98,7 +98,7 @@ func TestNoSecretAtAnyVerbosity(t *testing.T) {
 
 	mgr := start(t, "manager", bin, []string{"CLOUDSCALE_API_TOKEN=" + defaultToken},
 		"manager", "--kubeconfig", e.Kubeconfig(t), "--cloudscale-api-url", apiURL,
-		"--namespace", fixture.Namespace, "--leader-elect=false",
+		"--namespace", fixture.Namespace, "--cluster-id", fixture.ClusterID, "--leader-elect=false",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		// The highest the flags take: zap levels are int8.
 		"--zap-log-level=127", "--zap-devel", "--zap-stacktrace-level=info")

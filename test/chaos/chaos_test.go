@@ -137,7 +137,7 @@ func runCloud(t *testing.T, cfg Config, c Cloud) {
 	}
 
 	args := append(c.ManagerArgs(),
-		"--kubeconfig", cp.Kubeconfig, "--namespace", Namespace,
+		"--kubeconfig", cp.Kubeconfig, "--namespace", Namespace, "--cluster-id", ClusterID,
 		"--leader-elect=true",
 		"--leader-elect-lease-duration", cfg.LeaseDuration.String(),
 		"--leader-elect-renew-deadline", cfg.RenewDeadline.String(),

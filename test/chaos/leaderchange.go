@@ -74,8 +74,9 @@ func (r *run) leaderChange(ctx context.Context, bin, dir string) leaderChangeRes
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fail("%v", err)
 	}
-	// The manager's defaults: only where to find the cluster and the cloud.
-	args := append(r.cloud.ManagerArgs(), "--kubeconfig", r.cp.Kubeconfig, "--namespace", Namespace, "--leader-elect=true")
+	// The manager's defaults: only where to find the cluster and the cloud,
+	// and which cluster it is.
+	args := append(r.cloud.ManagerArgs(), "--kubeconfig", r.cp.Kubeconfig, "--namespace", Namespace, "--cluster-id", ClusterID, "--leader-elect=true")
 	reps, err := startReplicas(bin, 2, logDir, args, r.cloud.ManagerEnv(), r.events, func() time.Duration { return time.Second })
 	if err != nil {
 		return fail("starting the replicas: %v", err)

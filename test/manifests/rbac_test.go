@@ -306,10 +306,25 @@ func TestDeployerWithItsRBAC(t *testing.T) {
 }
 
 func deployerWithItsRBAC(t *testing.T, dir string) {
-	cfg, c, a, objs := setup(t, dir, testenv.WithCRDs(testenv.ProxyCRD(t)))
+	cfg, c, a, objs := setup(t, dir, testenv.WithCRDs(testenv.ProxyCRD(t), testenv.InfrastructureCRD(t)))
 	l := captureLogs(t)
 	ctx := context.Background()
 	flags := deployerFlags(t, objs)
+	// The cluster's identity, which the deployer reads (as its service
+	// account) and hands to the manager.
+	infra := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+		"metadata": map[string]any{"name": "cluster"},
+		"spec":     map[string]any{},
+	}}
+	if err := c.Create(ctx, infra); err != nil {
+		t.Fatal(err)
+	}
+	infra.Object["status"] = map[string]any{"infrastructureName": "rbac-test-x7k2p", "platform": "External",
+		"controlPlaneTopology": "HighlyAvailable", "infrastructureTopology": "HighlyAvailable"}
+	if err := c.Status().Update(ctx, infra); err != nil {
+		t.Fatal(err)
+	}
 	controllers := controllersSA(t, objs)
 	name := deployer.DeploymentName(cloudOf(t, objs))
 	lease := flags["leader-election-id"]
@@ -374,6 +389,11 @@ func deployerWithItsRBAC(t *testing.T, dir string) {
 	}
 	if sa := d.Spec.Template.Spec.ServiceAccountName; sa != controllers {
 		t.Errorf("the controllers run as %q, want %s", sa, controllers)
+	}
+	if !slices.ContainsFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool {
+		return c.Name == deployer.MachineContainer && slices.Contains(c.Args, "--cluster-id=rbac-test-x7k2p")
+	}) {
+		t.Errorf("the machine-controller is not pinned to the Infrastructure's infrastructureName")
 	}
 	if err := c.Get(ctx, key(controllers), &corev1.ServiceAccount{}); err != nil {
 		t.Errorf("the controllers' service account: %v", err)
@@ -532,8 +552,10 @@ func controllersWithTheirRBAC(t *testing.T, dir string) {
 
 	// The manager as the deployer runs it: --cloud, --leader-elect=true,
 	// the lease named by the manager (<cloud>-machine-api-provider).
+	const cluster = "rbac-test-x1y2z"
 	provider, err := manager.New(as, manager.Options{
 		Cloud:                   emu.cloud,
+		ClusterID:               cluster,
 		Namespace:               Namespace,
 		MaxConcurrentReconciles: 2,
 		CapacityPublisher:       true,
@@ -549,7 +571,6 @@ func controllersWithTheirRBAC(t *testing.T, dir string) {
 	start(t, provider)
 	start(t, machineAPIControllers(t, as, l.logger()))
 
-	const cluster = "rbac-test-x1y2z"
 	labels := map[string]string{"machine.openshift.io/cluster-api-cluster": cluster, "machine.openshift.io/cluster-api-machineset": "workers"}
 	one := int32(1)
 	ms := &machinev1.MachineSet{

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -171,16 +172,22 @@ func webhookServiceMatchesDeployment(t *testing.T, dir string) {
 		t.Errorf("the webhooks validate --cloud=%s, the deployer deploys for %s", cloud, want)
 	}
 
-	// No token, no RBAC: the webhooks never call the API server.
+	// The one thing the webhooks read: the Infrastructure named cluster,
+	// for the cluster's identity (pkg/webhooks, identity.go); no write, no
+	// other object.
 	sa := d.Spec.Template.Spec.ServiceAccountName
 	if sa == "" || sa == "default" {
 		t.Errorf("the webhook pods run as service account %q, want their own", sa)
 	}
-	if a := d.Spec.Template.Spec.AutomountServiceAccountToken; a == nil || *a {
-		t.Error("the webhook pods mount a service account token")
+	if a := d.Spec.Template.Spec.AutomountServiceAccountToken; a != nil && !*a {
+		t.Error("the webhook pods mount no service account token: they cannot read the cluster's identity")
 	}
-	if rules := rbacOf(t, objs).rulesOf(sa); len(rules) > 0 {
-		t.Errorf("service account %s has RBAC: %v", sa, rules)
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures"}, ResourceNames: []string{"cluster"}, Verbs: []string{"get"}}}
+	if rules := rbacOf(t, objs).rulesOf(sa); len(rules) != 1 || !reflect.DeepEqual(rules[""], want) {
+		t.Errorf("service account %s has RBAC %v, want only %v", sa, rules, want)
+	}
+	if _, ok := flags["cluster-id"]; ok {
+		t.Errorf("the webhooks are given --cluster-id %q: they read it from the cluster", flags["cluster-id"])
 	}
 }
 

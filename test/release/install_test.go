@@ -92,7 +92,7 @@ func installFromReleaseManifests(t *testing.T, r *release, cloud, binary string)
 	if err := os.WriteFile(smCRD, []byte(monitoringCRDs), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := testenv.Start(t, testenv.WithCRDs(append(testenv.MachineAPICRDs(t), testenv.ProxyCRD(t), testenv.ClusterVersionCRD(t), smCRD)...),
+	cfg, _ := testenv.Start(t, testenv.WithCRDs(append(testenv.MachineAPICRDs(t), testenv.ProxyCRD(t), testenv.ClusterVersionCRD(t), testenv.InfrastructureCRD(t), smCRD)...),
 		func(env *envtest.Environment) {
 			args := env.ControlPlane.GetAPIServer().Configure()
 			args.Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
@@ -239,6 +239,16 @@ func openShift(t *testing.T, c client.Client) {
 		History: []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: release.Version, Image: release.Image, StartedTime: now, CompletionTime: &now}},
 	}
 	if err := c.Status().Update(ctx, cv); err != nil {
+		t.Fatal(err)
+	}
+	// The cluster's identity, which the deployer hands to the manager.
+	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	if err := c.Create(ctx, infra); err != nil {
+		t.Fatal(err)
+	}
+	infra.Status = configv1.InfrastructureStatus{InfrastructureName: "release-test-x7k2p", PlatformStatus: &configv1.PlatformStatus{Type: configv1.ExternalPlatformType},
+		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
+	if err := c.Status().Update(ctx, infra); err != nil {
 		t.Fatal(err)
 	}
 }

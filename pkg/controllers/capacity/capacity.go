@@ -51,6 +51,9 @@ const (
 	// ReasonPermissionDenied: the cloud refused the flavor lookup to the
 	// credentials; the message names the permission to grant.
 	ReasonPermissionDenied = "PermissionDenied"
+	// ReasonOtherCluster: the MachineSet's cluster label names another
+	// cluster than the provider's (or none); nothing is looked up for it.
+	ReasonOtherCluster = "OtherCluster"
 )
 
 // Options tune the controller; zero values take the defaults.
@@ -84,6 +87,11 @@ type Options struct {
 	// Name of the controller, also the events' source. Default
 	// "machineset-capacity".
 	Name string
+	// ClusterID is the cluster the provider acts for (the manager's
+	// --cluster-id): a MachineSet whose cluster label names another is
+	// left alone (ReasonOtherCluster), and never registers its cluster
+	// with the janitor. "" takes every cluster (tests of this package).
+	ClusterID string
 }
 
 func (o *Options) setDefaults() {
@@ -169,6 +177,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.accounts.Release(owner)
 		return ctrl.Result{}, nil
 	}
+	if id := clusterOf(ms); r.opts.ClusterID != "" && id != r.opts.ClusterID {
+		// A MachineSet copied from another cluster (even at 0 replicas)
+		// must not enrol that cluster's servers in this provider's
+		// janitor, nor cost cloud calls: it uses no account.
+		r.accounts.Release(owner)
+		msg := fmt.Sprintf("the MachineSet's label %s names cluster %q, and this cluster is %q (the Infrastructure's infrastructureName): it is left alone, and the webhook refuses such MachineSets; fix the label or delete the MachineSet",
+			clusterIDLabel, id, r.opts.ClusterID)
+		changed, err := r.setCondition(ctx, ms, corev1.ConditionFalse, ReasonOtherCluster, msg)
+		if err != nil {
+			return r.writeFailed(ctx, err)
+		}
+		if changed {
+			r.recorder.Event(ms, corev1.EventTypeWarning, ReasonOtherCluster, msg)
+		}
+		return ctrl.Result{RequeueAfter: r.opts.InvalidRequeue}, nil
+	}
 
 	spec, errs := r.cloud.ParseSpec(ms.Spec.Template.Spec.ProviderSpec, specPath)
 	if len(errs) > 0 {
@@ -202,7 +226,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The janitor sweeps the clusters its accounts have views of. A
 		// MachineSet registers its cluster, so that one at zero replicas
 		// keeps it swept (empty groups, orphans), even in a manager that
-		// never reconciled one of its Machines (a new leader).
+		// never reconciled one of its Machines (a new leader). Its label
+		// is the provider's cluster (checked above).
 		acc.View(id)
 	}
 	cl := acc.Client

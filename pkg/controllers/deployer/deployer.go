@@ -141,6 +141,11 @@ type Options struct {
 	// WithoutMachineHealthCheck leaves the machine-healthcheck controller
 	// out.
 	WithoutMachineHealthCheck bool
+	// ClusterID is the cluster's identity handed to the manager
+	// (--cluster-id). Default: the Infrastructure's infrastructureName
+	// (clusterid.go), which is what to use on OpenShift; this is for a
+	// cluster without one.
+	ClusterID string
 	// Name of the controller, also the source of its events. Default
 	// machine-api-provider-deployer.
 	Name string
@@ -175,6 +180,9 @@ type Reconciler struct {
 	// versionServed: the API server serves config.openshift.io
 	// ClusterVersions.
 	versionServed bool
+	// infraServed: the API server serves config.openshift.io
+	// Infrastructures.
+	infraServed bool
 	// managerConfigReader reads ManagerConfigMap (a cache of its own once
 	// set up with a manager).
 	managerConfigReader client.Reader
@@ -204,6 +212,7 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=openshift-machine-api,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=config.openshift.io,resources=proxies,verbs=list;watch
 // +kubebuilder:rbac:groups=config.openshift.io,resources=clusterversions,verbs=list;watch
+// +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures,verbs=list;watch
 
 // SetupWithManager registers the controller with mgr. All its work is one
 // request: the images ConfigMap, our Deployment and the operator's
@@ -221,7 +230,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	egress, err := newEgressCache(mgr, r.opts.Namespace, served, versionServed)
+	infraServed, err := configServed(mgr, "Infrastructure")
+	if err != nil {
+		return err
+	}
+	egress, err := newEgressCache(mgr, r.opts.Namespace, served, versionServed, infraServed)
 	if err != nil {
 		return err
 	}
@@ -229,7 +242,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.egress, r.proxyServed, r.versionServed, r.managerConfigReader = egress, served, versionServed, managerConfig
+	r.egress, r.proxyServed, r.versionServed, r.infraServed, r.managerConfigReader = egress, served, versionServed, infraServed, managerConfig
 	if !served {
 		mgr.GetLogger().Info("The API server serves no config.openshift.io Proxy: no cluster-wide proxy for the provider")
 	}
@@ -273,6 +286,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if versionServed {
 		b = b.WatchesRawSource(source.Kind[client.Object](egress, &configv1.ClusterVersion{}, toKey))
 	}
+	if infraServed {
+		b = b.WatchesRawSource(source.Kind[client.Object](egress, &configv1.Infrastructure{}, toKey))
+	}
 	return b.Complete(r)
 }
 
@@ -315,6 +331,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 			fmt.Sprintf("ConfigMap %s/%s: %v", ns, ImagesConfigMap, err))
 	}
 
+	clusterID, why, err := r.clusterID(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if clusterID == "" {
+		return ctrl.Result{}, r.reportOnly(ctx, false, ReasonClusterIdentityUnknown, why)
+	}
+
 	caHash, err := r.trustedCA(ctx)
 	if err != nil {
 		if rerr := r.reportOnly(ctx, false, ReasonApplyFailed, err.Error()); rerr != nil {
@@ -350,6 +374,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		Proxy:                     proxy,
 		TrustedCAHash:             caHash,
 		Release:                   release,
+		ClusterID:                 clusterID,
 	}
 	managerConfig, valid, configReason, configMessage, err := r.managerConfig(ctx, machineContainer(spec).Args)
 	if err != nil {

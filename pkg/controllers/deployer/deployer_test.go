@@ -372,7 +372,9 @@ func start(t *testing.T, cfg *rest.Config, opts ...func(*deployer.Options)) *env
 		t.Fatal(err)
 	}
 	// a controller name of its own, for its own reconcile metrics
-	o := deployer.Options{Namespace: ns, ProviderImage: providerImg, Name: "deployer-" + ns}
+	// Its own identity: these control planes serve no Infrastructure
+	// (clusterid_test.go has one that does).
+	o := deployer.Options{Namespace: ns, ProviderImage: providerImg, Name: "deployer-" + ns, ClusterID: testClusterID}
 	for _, f := range opts {
 		f(&o)
 	}

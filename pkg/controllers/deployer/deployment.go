@@ -96,6 +96,9 @@ type Spec struct {
 	// ManagerConfig are further flags of the provider's manager, from
 	// ManagerConfigMap, checked (managerconfig.go).
 	ManagerConfig ManagerConfig
+	// ClusterID is the cluster's identity, the manager's --cluster-id
+	// (clusterid.go).
+	ClusterID string
 }
 
 // DefaultCloud is the cloud of a Spec or Options without one: the
@@ -404,6 +407,9 @@ func machineContainer(s Spec) corev1.Container {
 	}
 	if s.Cloud != "" {
 		args = append(args, "--cloud="+s.Cloud)
+	}
+	if s.ClusterID != "" {
+		args = append(args, "--cluster-id="+s.ClusterID)
 	}
 	// the cluster's own settings last (ReservedManagerFlags keeps them off
 	// the flags above)

@@ -71,6 +71,7 @@ var ReservedManagerFlags = map[string]string{
 	"cloud":                      "the deployer's --cloud, after which the Deployment, its RBAC and lease are named",
 	"default-credentials-secret": "the deployer's --credentials-secret",
 	"kubeconfig":                 "the controllers use their service account",
+	"cluster-id":                 "the Infrastructure's infrastructureName, the cluster's identity: the provider acts for no other cluster",
 }
 
 // ManagerConfig is the manager's flags a ConfigMap sets, by flag name.

@@ -9,7 +9,14 @@
 //     Machine (orphans): a metric, an event and a log line with the server's
 //     ID, and an entry in the orphan record (pkg/orphans);
 //   - when enabled, deletes orphans after a grace period, never one a Node
-//     runs on and never a server without the provider's identity.
+//     runs on (pkg/nodes: by provider ID, or by name and address) and never
+//     a server without the provider's identity.
+//
+// It sweeps one cluster: the one the provider is pinned to (Options.
+// ClusterID, the Infrastructure's infrastructureName), whatever the labels
+// of Machines or MachineSets say; views of other clusters an account may
+// hold are dropped. Servers an adoption is taking over (pkg/orphans,
+// Adoptions) are no orphans while it runs.
 //
 // It runs on the leader only.
 package janitor
@@ -28,6 +35,7 @@ import (
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	"github.com/appuio/machine-api-provider/pkg/metrics"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
 )
 
@@ -41,6 +49,16 @@ const ClusterIDLabel = "machine.openshift.io/cluster-api-cluster"
 
 // Options tune the janitor; zero values take the defaults.
 type Options struct {
+	// ClusterID is the one cluster it sweeps (the manager's
+	// --cluster-id). Required.
+	ClusterID string
+	// Adoptions is the record of the servers an adoption is taking over;
+	// nil: none ever is.
+	Adoptions *orphans.Adoptions
+	// Now is the janitor's clock; nil: time.Now. A test that cannot wait
+	// out DeleteOrphansAfter (at least MinDeleteOrphansAfter, which no
+	// option lowers) runs it fast instead.
+	Now func() time.Time
 	// Interval between sweeps. Default 1 minute.
 	Interval time.Duration
 	// DeleteOrphansAfter deletes orphans this long after they were first
@@ -78,6 +96,9 @@ type Janitor struct {
 	orphans  *orphans.Registry
 	o        Options
 	now      func() time.Time
+	// vetoed remembers, per server, the Nodes last reported as keeping it
+	// from deletion: one event per change, not one per sweep.
+	vetoed map[string]string
 }
 
 var (
@@ -99,7 +120,14 @@ func New(c client.Client, accounts *cloud.Accounts, registry *orphans.Registry, 
 	if o.DeleteOrphansAfter != 0 && o.DeleteOrphansAfter < MinDeleteOrphansAfter {
 		return nil, fmt.Errorf("deleting orphans after %s is too soon: at least %s", o.DeleteOrphansAfter, MinDeleteOrphansAfter)
 	}
-	return &Janitor{client: c, accounts: accounts, orphans: registry, o: o, now: time.Now}, nil
+	if o.ClusterID == "" {
+		return nil, errors.New("janitor: no cluster ID")
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Janitor{client: c, accounts: accounts, orphans: registry, o: o, now: now, vetoed: map[string]string{}}, nil
 }
 
 // NeedLeaderElection: only the leader sweeps.
@@ -131,7 +159,7 @@ type Report struct {
 // Sweep looks at every account and cluster once.
 func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	var rep Report
-	machines, err := j.machinesByCluster(ctx)
+	machines, err := j.machines(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -139,11 +167,15 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	nodes, err := j.nodesByProviderID(ctx)
+	cloudName := j.accounts.Cloud().Name()
+	ix, err := nodes.List(ctx, j.client, cloudName)
 	if err != nil {
 		return rep, err
 	}
-	cloudName := j.accounts.Cloud().Name()
+	adopting, err := j.o.Adoptions.List(ctx)
+	if err != nil {
+		return rep, err
+	}
 	var firstErr error
 	keep := func(err error) {
 		if err != nil && firstErr == nil {
@@ -156,6 +188,9 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 		if account == "" {
 			account = "default"
 		}
+		// Only the cluster the provider is pinned to: a view of another
+		// (none is made any more; a label never enrols a cluster) goes.
+		acc.KeepViews(j.o.ClusterID)
 		for _, cluster := range acc.Clusters() {
 			view := acc.View(cluster)
 			servers, err := view.All(ctx, j.o.Interval)
@@ -171,7 +206,11 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 			var found []orphans.Orphan
 			for _, s := range servers {
 				present[s.ID] = true
-				if s.ClusterID != cluster || machines[cluster][s.Machine] || j.now().Sub(s.CreatedAt) < j.o.OrphanMinAge {
+				if s.ClusterID != cluster || machines[s.Machine] || j.now().Sub(s.CreatedAt) < j.o.OrphanMinAge {
+					continue
+				}
+				if _, ok := adopting[s.ID]; ok {
+					// On its way to a Machine.
 					continue
 				}
 				reason := fmt.Sprintf("it is tagged as Machine %q's, which does not exist", s.Machine)
@@ -214,14 +253,15 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 						continue
 					}
 				}
-				if machines[cluster][o.Machine] {
-					// A Machine of that name exists again: not an orphan.
+				if _, ok := adopting[o.ServerID]; ok || machines[o.Machine] {
+					// A Machine of that name exists again, or an
+					// adoption takes the server over: not an orphan.
 					gone = append(gone, o.ServerID)
 					continue
 				}
 				seen[o.ServerID] = true
 				rep.Orphans = append(rep.Orphans, o)
-				if deleted, err := j.maybeDelete(ctx, acc, view, o, nodes); err != nil {
+				if deleted, err := j.maybeDelete(ctx, acc, view, o, ix); err != nil {
 					keep(err)
 				} else if deleted {
 					rep.OrphansDeleted = append(rep.OrphansDeleted, o.ServerID)
@@ -253,16 +293,12 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 }
 
 // maybeDelete deletes an orphan past DeleteOrphansAfter, if it carries a
-// Machine's identity and no Node runs on it.
-func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *cloud.View, o orphans.Orphan, nodes map[string]string) (bool, error) {
-	if j.o.DeleteOrphansAfter <= 0 || o.Machine == "" || j.now().Sub(o.Since) < j.o.DeleteOrphansAfter {
+// Machine's identity of the cluster and no Node runs on it (ix).
+func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *cloud.View, o orphans.Orphan, ix *nodes.Index) (bool, error) {
+	if j.o.DeleteOrphansAfter <= 0 || o.Machine == "" || o.ClusterID != j.o.ClusterID || j.now().Sub(o.Since) < j.o.DeleteOrphansAfter {
 		return false, nil
 	}
 	cloudName := j.accounts.Cloud().Name()
-	if node := nodes[cloudName+"://"+o.ServerID]; node != "" {
-		j.o.Log.Info("orphan server not deleted: a Node runs on it", "server", o.ServerID, "node", node)
-		return false, nil
-	}
 	srv, err := acc.Client.GetServer(ctx, o.ServerID)
 	if cloud.IsNotFound(err) {
 		return true, nil
@@ -270,10 +306,32 @@ func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *clo
 	if err != nil {
 		return false, err
 	}
-	if srv.ClusterID != o.ClusterID || srv.Machine != o.Machine {
+	ref := cloud.MachineRef{Name: o.Machine, ClusterID: o.ClusterID}
+	if cloud.CheckOwned(ref, srv) != nil {
 		return false, nil
 	}
-	if err := acc.Client.DeleteServer(ctx, cloud.MachineRef{Name: o.Machine, ClusterID: o.ClusterID}, srv); err != nil {
+	if on := ix.On(*srv); len(on) > 0 {
+		// Never a server a Node runs on, whatever its tags say: a node
+		// no Machine describes yet (an adoption to come, a node left
+		// alone by one, a cluster without a cloud controller manager).
+		if d := nodes.Describe(on); j.vetoed[o.ServerID] != d {
+			j.vetoed[o.ServerID] = d
+			j.o.Log.Info("orphan server not deleted: a Node runs on it", "server", o.ServerID, "nodes", d)
+			j.orphans.Event(ctx, corev1.EventTypeWarning, "OrphanNotDeleted", fmt.Sprintf("%s orphan server %s (%s) of cluster %s is not deleted: %s runs on it",
+				cloudName, o.ServerID, o.ServerName, o.ClusterID, d))
+		}
+		return false, nil
+	}
+	delete(j.vetoed, o.ServerID)
+	err = acc.Client.DeleteServer(ctx, ref, srv)
+	var notOwned *cloud.NotOwnedError
+	if errors.As(err, &notOwned) {
+		// Its tags changed between the two reads: no longer an orphan
+		// of this cluster's.
+		j.o.Log.Info("orphan server not deleted: its identity changed", "server", o.ServerID, "reason", err.Error())
+		return false, nil
+	}
+	if err != nil {
 		return false, err
 	}
 	view.Deleted(o.ServerID)
@@ -284,31 +342,17 @@ func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *clo
 	return true, nil
 }
 
-func (j *Janitor) machinesByCluster(ctx context.Context) (map[string]map[string]bool, error) {
+// machines are the names of the Machines of the cluster (those whose label
+// names it).
+func (j *Janitor) machines(ctx context.Context) (map[string]bool, error) {
 	var list machinev1.MachineList
 	if err := j.client.List(ctx, &list); err != nil {
 		return nil, err
 	}
-	out := map[string]map[string]bool{}
+	out := map[string]bool{}
 	for _, m := range list.Items {
-		id := m.Labels[ClusterIDLabel]
-		if out[id] == nil {
-			out[id] = map[string]bool{}
-		}
-		out[id][m.Name] = true
-	}
-	return out, nil
-}
-
-func (j *Janitor) nodesByProviderID(ctx context.Context) (map[string]string, error) {
-	var nodes corev1.NodeList
-	if err := j.client.List(ctx, &nodes); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, n := range nodes.Items {
-		if n.Spec.ProviderID != "" {
-			out[n.Spec.ProviderID] = n.Name
+		if m.Labels[ClusterIDLabel] == j.o.ClusterID {
+			out[m.Name] = true
 		}
 	}
 	return out, nil
