@@ -34,8 +34,12 @@ and terraform-openshift4-exoscale modules), match each to its Node, group them b
 and print the plan: per node group the MachineSet it would write, per server the Machine. Nothing
 changes without --apply.
 
-With --apply each server gets a Machine that records it (spec.providerID) and then the provider's
-identity (tags on cloudscale.ch, labels on Exoscale), nothing else; once the Machines run, linked
+The Machines carry the cluster's identity, its Infrastructure's infrastructureName, which the
+provider is pinned to. Servers tagged with another cluster ID (the Terraform modules tag adoptable
+servers with their cluster_id) are left alone unless --take-over-cluster-id names that ID.
+
+With --apply each server gets the provider's identity (tags on cloudscale.ch, labels on Exoscale),
+nothing else, and then a Machine that records it (spec.providerID); once the Machines run, linked
 to their Nodes and in sync with their spec, the group's MachineSet takes them over. Masters get
 Machines with a pre-drain hook (deleting one never deletes its server until the hook is removed)
 and an Inactive ControlPlaneMachineSet. A server that differs from its group in a field a Machine
@@ -49,9 +53,9 @@ CLOUDSCALE_API_TOKEN or EXOSCALE_API_KEY and EXOSCALE_API_SECRET, or the secret
 --credentials-secret names (which the Machines then name too). docs/adopt.md has the whole
 procedure and the Terraform handover.`,
 		Example: `  # the plan
-  CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --cluster-id c-green-1234
-  # carry it out
-  CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --cluster-id c-green-1234 --apply
+  CLOUDSCALE_API_TOKEN=... machine-api-provider adopt
+  # carry it out, taking over the servers the module tagged with its cluster_id
+  CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --take-over-cluster-id c-green-1234 --apply
   # Exoscale, with the credentials secret the Machines name
   machine-api-provider adopt --cloud exoscale --credentials-secret exoscale-credentials --apply`,
 		Args: cobra.NoArgs,
@@ -117,7 +121,8 @@ procedure and the Terraform handover.`,
 	f.StringVar(&cloudName, "cloud", "cloudscale", "the cloud: cloudscale or exoscale")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machine API")
-	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster ID the Machines carry (label machine.openshift.io/cluster-api-cluster) and the provider tags servers with (default: the Infrastructure's infrastructureName; the cloudscale.ch module tags adoptable servers with its cluster_id)")
+	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity, which the Machines carry (label machine.openshift.io/cluster-api-cluster) and the provider tags servers with: the Infrastructure's infrastructureName, which it must be where there is one (give it only for a cluster without)")
+	f.StringVar(&o.TakeOverClusterID, "take-over-cluster-id", "", "a cluster ID servers are tagged with that is not the cluster's identity (the Terraform modules' cluster_id): such servers are adopted and retagged with the cluster's identity (default: they are left alone)")
 	f.StringSliceVar(&o.Zones, "zone", nil, "zones to look in (default: all of the account's)")
 	f.StringVar(&o.CredentialsSecret, "credentials-secret", "", "secret in --namespace with the cloud credentials, which the Machines name (default: the environment's, and the manager's default for the Machines)")
 	f.StringVar(&o.UserDataSecret, "user-data-secret", "", "user data secret every MachineSet names (default: one per node group, <MachineSet>-user-data, made from what its nodes booted with)")

@@ -184,7 +184,7 @@ func TestEveryManagerFlagIsAKnob(t *testing.T) {
 			t.Errorf("ReservedManagerFlags names %q, which the manager does not have", name)
 		}
 	}
-	d := deployer.Deployment(deployer.Spec{Namespace: "ns", ProviderImage: "p", TokenSecret: "s", Cloud: "exoscale"})
+	d := deployer.Deployment(deployer.Spec{Namespace: "ns", ProviderImage: "p", TokenSecret: "s", Cloud: "exoscale", ClusterID: "c1-x7k2p"})
 	for _, ct := range d.Spec.Template.Spec.Containers {
 		if ct.Name != deployer.MachineContainer {
 			continue

@@ -2,6 +2,7 @@ package actuator_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -88,12 +89,16 @@ func TestOrphanServersAreReported(t *testing.T) {
 	if _, ok := cm.Data[serversOf(t, e, "worker-a")[0].UUID]; ok {
 		t.Error("a Machine's own server was recorded as an orphan")
 	}
-	if !strings.Contains(e.Logs.String(), orphan.UUID) {
-		t.Error("no log line names the orphan's ID")
-	}
-	if !strings.Contains(fixture.EventText(e.Events(t, orphans.ConfigMapName("cloudscale"))), "OrphanServer") {
-		t.Error("no OrphanServer event")
-	}
+	// The log line follows the record's write, and the event is sent by
+	// the recorder's own goroutine: both are awaited, not assumed (a cold
+	// CI run once looked before either was there).
+	fixture.Eventually(t, 30*time.Second, "a log line naming the orphan's ID", func() (bool, error) {
+		return strings.Contains(e.Logs.String(), orphan.UUID), nil
+	})
+	fixture.Eventually(t, 30*time.Second, "an OrphanServer event naming the orphan", func() (bool, error) {
+		events := fixture.EventText(e.Events(t, orphans.ConfigMapName("cloudscale")))
+		return strings.Contains(events, "OrphanServer") && strings.Contains(events, orphan.UUID), fmt.Errorf("events:\n%s", events)
+	})
 	// Reported, not deleted: deleting needs --delete-orphans-after.
 	if _, err := sdk(e).Servers.Get(context.Background(), orphan.UUID); err != nil {
 		t.Errorf("the orphan is gone: %v", err)

@@ -16,16 +16,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/orphans"
 )
 
 // Options say what to adopt and how.
 type Options struct {
 	// Namespace of the Machine API (openshift-machine-api).
 	Namespace string
-	// ClusterID is the cluster's infrastructure name, the Machines'
-	// machine.openshift.io/cluster-api-cluster label, which the provider
-	// tags servers with. Default: the Infrastructure's infrastructureName.
+	// ClusterID is the cluster's identity, its infrastructure name: the
+	// Machines' machine.openshift.io/cluster-api-cluster label, which the
+	// provider tags servers with and is pinned to (the manager's
+	// --cluster-id). It is the Infrastructure's infrastructureName: given
+	// where the cluster has one, it must be that one (New). Only where
+	// there is none (not OpenShift) is it required.
 	ClusterID string
+	// TakeOverClusterID is a cluster ID servers may be tagged with that is
+	// not the cluster's identity: the Terraform modules tag servers with
+	// their own cluster_id, which the installer's infrastructureName
+	// (<cluster name>-<5 random characters>) is not. Such servers are
+	// adopted only when it names that ID, explicitly: their Machines carry
+	// the cluster's identity, and so, retagged, do they.
+	TakeOverClusterID string
 	// Zones to look in; every zone of the account when empty.
 	Zones []string
 	// CredentialsSecret is the secret (of Namespace) with the cloud
@@ -56,6 +67,9 @@ type Adopter struct {
 	c     cloud.Client
 	a     cloud.Adopter
 	o     Options
+	// record tells the provider's janitor which servers are being adopted
+	// (pkg/orphans, Adoptions).
+	record *orphans.Adoptions
 }
 
 // New returns an Adopter acting with the cloud credentials Options name.
@@ -72,15 +86,13 @@ func New(ctx context.Context, kube client.Client, c cloud.Cloud, o Options) (*Ad
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
-	if o.ClusterID == "" {
-		var infra configv1.Infrastructure
-		if err := kube.Get(ctx, client.ObjectKey{Name: "cluster"}, &infra); err != nil {
-			return nil, fmt.Errorf("reading the cluster's infrastructure name (or give --cluster-id): %w", err)
-		}
-		o.ClusterID = infra.Status.InfrastructureName
-		if o.ClusterID == "" {
-			return nil, errors.New("the Infrastructure object names no infrastructureName: give --cluster-id")
-		}
+	id, err := clusterIdentity(ctx, kube, o.ClusterID, o.TakeOverClusterID)
+	if err != nil {
+		return nil, err
+	}
+	o.ClusterID = id
+	if o.TakeOverClusterID == o.ClusterID {
+		o.TakeOverClusterID = ""
 	}
 	field := "--credentials-secret"
 	creds, err := cloud.ReadCredentials(ctx, kube, c, o.Namespace, o.CredentialsSecret, field)
@@ -95,7 +107,36 @@ func New(ctx context.Context, kube client.Client, c cloud.Cloud, o Options) (*Ad
 	if !ok {
 		return nil, fmt.Errorf("the %s client cannot adopt servers", c.Name())
 	}
-	return &Adopter{kube: kube, cloud: c, c: cl, a: a, o: o}, nil
+	return &Adopter{kube: kube, cloud: c, c: cl, a: a, o: o, record: &orphans.Adoptions{Client: kube, Namespace: o.Namespace, Cloud: c.Name()}}, nil
+}
+
+// clusterIdentity is the identity adopt gives the Machines: the one the
+// provider is pinned to, the Infrastructure's infrastructureName. A given
+// --cluster-id must be that one: Machines labelled with another would be
+// refused by the webhooks and failed by the provider, and before the
+// provider was pinned they enrolled that cluster's servers in its janitor.
+// Servers tagged with another ID are taken over with takeOver instead.
+func clusterIdentity(ctx context.Context, kube client.Client, given, takeOver string) (string, error) {
+	var infra configv1.Infrastructure
+	err := kube.Get(ctx, client.ObjectKey{Name: "cluster"}, &infra)
+	name := infra.Status.InfrastructureName
+	switch {
+	case err != nil && !isNoKind(err):
+		return "", fmt.Errorf("reading the cluster's identity, the Infrastructure's infrastructureName: %w", err)
+	case err == nil && name == "" && given == "":
+		return "", errors.New("the Infrastructure names no infrastructureName: give --cluster-id")
+	case err == nil && name != "" && given != "" && given != name:
+		hint := fmt.Sprintf("to adopt servers tagged with %q, give --take-over-cluster-id %s (and no --cluster-id)", given, given)
+		if takeOver != "" {
+			hint = "leave --cluster-id out"
+		}
+		return "", fmt.Errorf("--cluster-id %q is not this cluster's identity %q (the Infrastructure's infrastructureName), which the Machines must carry and the provider is pinned to: %s", given, name, hint)
+	case name != "":
+		return name, nil
+	case given == "":
+		return "", errors.New("this cluster has no Infrastructure to read its identity from: give --cluster-id")
+	}
+	return given, nil
 }
 
 // Scheme holds every kind adopt reads and writes.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/orphans"
 )
 
 // Report counts what Apply did.
@@ -39,8 +40,19 @@ func (r *Report) Changed() bool {
 
 // Apply carries out a plan. One group's failure does not stop the others;
 // the report lists every error.
+//
+// Before its first write it records the servers it takes over (pkg/orphans,
+// Adoptions): the provider's janitor counts none of them as an orphan while
+// the adoption is under way, though adopt tags each server just before it
+// writes its Machine, the modules may have tagged it long before, and a run
+// may be interrupted in between. A run that ends without an error is done
+// with them; one that fails keeps them recorded until a run completes.
 func (a *Adopter) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	r := &Report{}
+	adopting := a.adoptions(p)
+	if err := a.record.Begin(ctx, adopting...); err != nil {
+		return r, fmt.Errorf("recording the servers being adopted, before anything else: %w", err)
+	}
 	a.finishEvictions(ctx, r)
 	for _, g := range p.Groups {
 		var err error
@@ -61,7 +73,38 @@ func (a *Adopter) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	if len(r.Errors) > 0 {
 		return r, errors.Join(r.Errors...)
 	}
+	ids := make([]string, len(adopting))
+	for i, ad := range adopting {
+		ids[i] = ad.ServerID
+	}
+	if err := a.record.Done(ctx, ids...); err != nil {
+		return r, fmt.Errorf("the adoption is done, but its record %s stays: %w", orphans.AdoptionsConfigMapName(a.cloud.Name()), err)
+	}
 	return r, nil
+}
+
+// adoptions are the servers a plan takes over, or that carry the identity
+// adopt takes over (the cluster's, the one it was told to take over)
+// without a Machine yet: every member of a group that has no Machine.
+// Those left alone are recorded too: the modules may have tagged them, and
+// they are no orphans while the adoption runs.
+func (a *Adopter) adoptions(p *Plan) []orphans.Adoption {
+	var out []orphans.Adoption
+	now := time.Now().UTC()
+	for _, g := range p.Groups {
+		for _, m := range g.Members {
+			if m.Action == ActAdopted {
+				continue
+			}
+			machine := ""
+			if m.Action == ActAdopt {
+				machine = m.MachineName
+			}
+			out = append(out, orphans.Adoption{ServerID: m.Found.ID, ServerName: m.Found.Name, Machine: machine,
+				ClusterID: a.o.ClusterID, TaggedAs: m.Found.ClusterID, Since: now})
+		}
+	}
+	return out
 }
 
 func (a *Adopter) progress(format string, args ...any) {
@@ -138,12 +181,24 @@ func (a *Adopter) applyInPlace(ctx context.Context, g *Group, r *Report) error {
 	return nil
 }
 
-// adoptMember writes the server's Machine, then names the server in the
-// provider's identity. In that order: a server never carries the identity
-// without a Machine that records it (the provider would take it for an
-// orphan), and a Machine that records its server is never given another.
+// adoptMember names the server in its Machine's identity, then writes the
+// Machine. In that order: the provider acts only on a server whose identity
+// is the Machine's (pkg/cloud, owner.go), so a Machine that recorded a
+// server without it would be failed; taking over a server without the
+// identity (or with the one adopt was told to take over) is adopt's alone,
+// and it does it here, right after reading the server again (Identify).
+// Between the two writes the server carries the identity without a Machine:
+// the adoption record (Apply) keeps the janitor from counting it as an
+// orphan, and a rerun finds the Machine's name in its tags.
 func (a *Adopter) adoptMember(ctx context.Context, g *Group, m *Member, r *Report) error {
-	err := a.kube.Create(ctx, m.Machine.DeepCopy())
+	changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.o.ClusterID}, g.Spec, m.Found)
+	if err != nil {
+		return fmt.Errorf("giving the server its Machine's identity (no Machine written; run adopt again): %w", err)
+	}
+	if changed {
+		r.IdentitiesSet++
+	}
+	err = a.kube.Create(ctx, m.Machine.DeepCopy())
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		var cur machinev1beta1.Machine
@@ -157,15 +212,6 @@ func (a *Adopter) adoptMember(ctx context.Context, g *Group, m *Member, r *Repor
 		return fmt.Errorf("creating its Machine: %w", err)
 	default:
 		r.MachinesCreated++
-	}
-	changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.o.ClusterID}, g.Spec, m.Found)
-	if err != nil {
-		// The Machine records the server: the provider's next sync gives
-		// it the identity all the same.
-		return fmt.Errorf("giving the server its Machine's identity (the provider retries): %w", err)
-	}
-	if changed {
-		r.IdentitiesSet++
 	}
 	a.progress("%s: %s is Machine %s", g.Name, m.Found.Name, m.MachineName)
 	return nil
@@ -280,13 +326,13 @@ func (a *Adopter) awaitQuiet(ctx context.Context, g *Group, members []*Member) e
 // awaitMachineSet waits until the MachineSet owns the adopted Machines and
 // counts them as its replicas. Should it have made a Machine of its own
 // all the same (it failed to take one of them over, and made one in its
-// place), that Machine is deleted: the adopted one is taken over on the
-// next try.
+// place), it owns one too many once it takes the adopted one over: that
+// Machine is marked as the one to go (the MachineSet controller's
+// delete-machine annotation), and the MachineSet deletes it, not an adopted
+// one. adopt itself never deletes a Machine: every Machine it made, in this
+// run or an earlier one, records a server (AdoptedAnnotation), and those
+// the MachineSet made may have one by now.
 func (a *Adopter) awaitMachineSet(ctx context.Context, g *Group, members []*Member) error {
-	ours := map[string]bool{}
-	for _, m := range members {
-		ours[m.MachineName] = true
-	}
 	return a.poll(ctx, fmt.Sprintf("%s: the MachineSet to take over its Machines", g.Name), func() (bool, string, error) {
 		var ms machinev1beta1.MachineSet
 		if err := a.kube.Get(ctx, client.ObjectKey{Namespace: a.o.Namespace, Name: g.Name}, &ms); err != nil {
@@ -298,11 +344,16 @@ func (a *Adopter) awaitMachineSet(ctx context.Context, g *Group, members []*Memb
 		}
 		for i := range list.Items {
 			extra := &list.Items[i]
-			if ours[extra.Name] || extra.DeletionTimestamp != nil || !metav1.IsControlledBy(extra, &ms) {
+			if extra.Annotations[AdoptedAnnotation] != "" || extra.Annotations[deleteMachineAnnotation] != "" || extra.DeletionTimestamp != nil || !metav1.IsControlledBy(extra, &ms) {
 				continue
 			}
-			a.progress("%s: the MachineSet made Machine %s while it took the adopted ones over; deleting it", g.Name, extra.Name)
-			if err := a.kube.Delete(ctx, extra); err != nil && !apierrors.IsNotFound(err) {
+			a.progress("%s: the MachineSet made Machine %s while it took the adopted ones over; it is marked as the one the MachineSet removes", g.Name, extra.Name)
+			patch := client.MergeFrom(extra.DeepCopy())
+			if extra.Annotations == nil {
+				extra.Annotations = map[string]string{}
+			}
+			extra.Annotations[deleteMachineAnnotation] = "true"
+			if err := a.kube.Patch(ctx, extra, patch); err != nil && !apierrors.IsNotFound(err) {
 				return false, "", err
 			}
 		}
@@ -321,6 +372,11 @@ func (a *Adopter) awaitMachineSet(ctx context.Context, g *Group, members []*Memb
 		return true, "", nil
 	})
 }
+
+// deleteMachineAnnotation marks the Machine a MachineSet that owns more
+// than its replicas deletes first (the machine-api-operator's
+// machineset controller, delete_policy.go, DeleteNodeAnnotation).
+const deleteMachineAnnotation = "machine.openshift.io/delete-machine"
 
 // poll calls cond until it holds, fails, or Options.Wait passes.
 func (a *Adopter) poll(ctx context.Context, what string, cond func() (bool, string, error)) error {

@@ -26,8 +26,16 @@
 // MachineSet grows by one, the new Node is Ready, the old one is drained
 // and exactly that member is evicted from the pool.
 //
+// The Machines carry the cluster's identity, the Infrastructure's
+// infrastructureName, which the provider is pinned to. Servers the modules
+// tagged with another cluster ID (their cluster_id) are taken over only when
+// adopt is told to (TakeOverClusterID), and then carry the cluster's.
+//
 // Every step is idempotent: a second run finds what the first did and
-// changes nothing. A server is named in the provider's identity only after
-// its Machine exists, so no step leaves a server the provider would take for
-// an orphan.
+// changes nothing, and counts every Machine it ever made (a MachineSet never
+// owns more Machines than its replicas; adopt deletes no Machine). A server
+// is named in the provider's identity right before its Machine is written
+// (the provider acts on no server whose identity is not the Machine's); the
+// adoption record (pkg/orphans, Adoptions) keeps the janitor from taking it
+// for an orphan in between, or after an interrupted run.
 package adopt

@@ -165,9 +165,9 @@ func (a *Adopter) identify(m *Member, cl *cluster) bool {
 	}
 	f := m.Found
 	switch {
-	case f.ClusterID != "" && f.ClusterID != a.o.ClusterID:
+	case f.ClusterID != "" && f.ClusterID != a.o.ClusterID && f.ClusterID != a.o.TakeOverClusterID:
 		m.Action = ActMisfit
-		m.Misfits = append(m.Misfits, fmt.Sprintf("identity (the server is tagged as cluster %q's, not %q's)", f.ClusterID, a.o.ClusterID))
+		m.Misfits = append(m.Misfits, fmt.Sprintf("identity (the server is tagged as cluster %q's, not %q's; --take-over-cluster-id %s takes such servers over)", f.ClusterID, a.o.ClusterID, f.ClusterID))
 		return true
 	case f.Machine != "":
 		// Tagged for adoption already (the cloudscale.ch module's
@@ -195,6 +195,12 @@ func (a *Adopter) identify(m *Member, cl *cluster) bool {
 		return true
 	}
 	return false
+}
+
+// ours says whether adopt may take over what carries a cluster ID: the
+// cluster's own, or the one it was told to take over.
+func (a *Adopter) ours(clusterID string) bool {
+	return clusterID == a.o.ClusterID || (a.o.TakeOverClusterID != "" && clusterID == a.o.TakeOverClusterID)
 }
 
 // memberSpec is the spec of a member's Machine: what the server is, and
@@ -265,7 +271,7 @@ func (a *Adopter) planGroups(g *Group) {
 			}
 			others := slices.ContainsFunc(fg.Members, func(id string) bool { return !mine[id] })
 			switch {
-			case fg.Key != "" && (fg.Key != g.AntiAffinityKey || fg.ClusterID != a.o.ClusterID):
+			case fg.Key != "" && (fg.Key != g.AntiAffinityKey || !a.ours(fg.ClusterID)):
 				foreign = append(foreign, fmt.Sprintf("%s (the provider's group of key %q, cluster %q)", fg.Name, fg.Key, fg.ClusterID))
 			case others:
 				foreign = append(foreign, fg.Name+" (it holds servers of other groups)")

@@ -37,7 +37,7 @@ func (a *Adopter) planObjects(g *Group, cl *cluster) error {
 	if g.Blocked != "" {
 		return nil
 	}
-	g.MachineSet = a.machineSet(g)
+	g.MachineSet = a.machineSet(g, cl)
 	return nil
 }
 
@@ -76,19 +76,30 @@ func (a *Adopter) machine(g *Group, m *Member) *machinev1beta1.Machine {
 	return mach
 }
 
-// machineSet is the group's MachineSet, at as many replicas as it adopts.
-// It is written after its Machines run, and takes them over by its
-// selector.
-func (a *Adopter) machineSet(g *Group) *machinev1beta1.MachineSet {
+// machineSet is the group's MachineSet, at as many replicas as there will
+// be Machines of its selector. It is written after its Machines run, and
+// takes them over by its selector: every Machine of the selector, not only
+// those of the servers this run matched to a Node. A Machine an earlier,
+// interrupted run made (its server since without a Node adopt matches, or
+// in another group now) counts: a MachineSet of fewer replicas than it
+// takes over would delete one, maybe a healthy adopted node.
+func (a *Adopter) machineSet(g *Group, cl *cluster) *machinev1beta1.MachineSet {
+	selector := map[string]string{clusterLabel: a.o.ClusterID, machineSetLabel: g.Name}
 	n := int32(0)
+	counted := map[string]bool{}
+	for _, m := range cl.machines {
+		if m.DeletionTimestamp == nil && labelsMatch(m.Labels, selector) {
+			counted[m.Name] = true
+			n++
+		}
+	}
 	if g.Mode == InPlace {
 		for _, m := range g.Members {
-			if m.Action == ActAdopt || m.Action == ActAdopted {
+			if m.Action == ActAdopt && !counted[m.MachineName] {
 				n++
 			}
 		}
 	}
-	selector := map[string]string{clusterLabel: a.o.ClusterID, machineSetLabel: g.Name}
 	ms := &machinev1beta1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: a.o.Namespace, Labels: map[string]string{clusterLabel: a.o.ClusterID}},
 		Spec: machinev1beta1.MachineSetSpec{
@@ -107,6 +118,16 @@ func (a *Adopter) machineSet(g *Group) *machinev1beta1.MachineSet {
 		ms.Annotations = map[string]string{PoolAnnotation: g.Pool.ID, PoolSizeAnnotation: fmt.Sprint(len(g.Pool.Members))}
 	}
 	return ms
+}
+
+// labelsMatch says whether labels hold every pair of selector.
+func labelsMatch(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // planCPMS describes the masters in an Inactive ControlPlaneMachineSet,

@@ -72,6 +72,9 @@ const (
 type Plan struct {
 	Cloud     string
 	ClusterID string
+	// TakeOverClusterID is the other cluster ID whose servers it takes
+	// over (Options.TakeOverClusterID), "" for none.
+	TakeOverClusterID string
 	Groups    []*Group
 	// Unmatched are servers of the cluster's domain that no Node runs on.
 	Unmatched []cloud.Found
@@ -176,7 +179,7 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID}
+	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID, TakeOverClusterID: a.o.TakeOverClusterID}
 	matched, unmatched := a.match(found, cl.nodes)
 	for _, m := range matched {
 		pid := a.cloud.Name() + "://" + m.Found.ID
@@ -301,18 +304,27 @@ var terraformName = regexp.MustCompile(`^(.+)-[0-9a-f]{4}$`)
 // roleOf names a server's role: master for the control plane; else the
 // role the Terraform module put in its name or its pool's name; else the
 // Node's role that is not "worker".
-func roleOf(m *Member, clusterID string) string {
+func roleOf(m *Member, clusterIDs ...string) string {
 	if isMaster(m.Node) {
 		return "master"
 	}
 	if p := m.Found.Pool; p != nil {
-		// <cluster>_<role>-<n>
-		name := strings.TrimPrefix(p.Name, clusterID+"_")
-		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			name = name[:i]
-		}
-		if dnsLabel.MatchString(name) {
-			return name
+		// <cluster>_<role>-<n>, the cluster the module's (the one adopt
+		// takes over, or the cluster's own)
+		for _, id := range append(clusterIDs, "") {
+			name, ok := strings.CutPrefix(p.Name, id+"_")
+			if id == "" {
+				name, ok = p.Name, true
+			}
+			if !ok {
+				continue
+			}
+			if i := strings.LastIndexByte(name, '-'); i > 0 {
+				name = name[:i]
+			}
+			if dnsLabel.MatchString(name) {
+				return name
+			}
 		}
 	}
 	if m.Existing != nil && dnsLabel.MatchString(m.Existing.Labels[roleLabel]) {
@@ -339,7 +351,7 @@ func isMaster(n *corev1.Node) bool {
 
 // groupOf is the key and a new group for a member.
 func (a *Adopter) groupOf(m *Member) (string, *Group) {
-	role := roleOf(m, a.o.ClusterID)
+	role := roleOf(m, a.o.ClusterID, a.o.TakeOverClusterID)
 	zone := m.Found.Zone
 	g := &Group{Role: role, Zone: zone, Mode: InPlace}
 	switch {

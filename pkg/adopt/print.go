@@ -15,7 +15,11 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 	if apply {
 		mode = "applying"
 	}
-	fmt.Fprintf(w, "Adoption plan for cluster %s on %s (%s)\n\n", p.ClusterID, p.Cloud, mode)
+	fmt.Fprintf(w, "Adoption plan for cluster %s on %s (%s)\n", p.ClusterID, p.Cloud, mode)
+	if p.TakeOverClusterID != "" {
+		fmt.Fprintf(w, "Servers tagged as cluster %s's are taken over: their Machines, and they, carry %s's identity\n", p.TakeOverClusterID, p.ClusterID)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE GROUP\tROLE\tZONE\tHOW\tSERVERS\tADOPT\tADOPTED\tREPLACE\tLEFT ALONE\tWRITES")
 	for _, g := range p.Groups {

@@ -98,6 +98,32 @@ func TestController(t *testing.T) {
 		}
 	})
 
+	// A MachineSet copied from another cluster (its label names that
+	// cluster) is left alone: no lookup, no account, so that it never
+	// enrols that cluster's servers in the janitor; a condition and an
+	// event say which cluster it names and which this one is.
+	t.Run("LeavesAnotherClustersMachineSetAlone", func(t *testing.T) {
+		e := start(t, cfg, capacity.Options{ClusterID: "c1-x7k2p"})
+		label := func(id string) func(*machinev1.MachineSet) {
+			return func(ms *machinev1.MachineSet) {
+				ms.Labels = map[string]string{"machine.openshift.io/cluster-api-cluster": id}
+				ms.Spec.Template.Labels["machine.openshift.io/cluster-api-cluster"] = id
+			}
+		}
+		copied := e.create(machineSet("copied", spec("flex-16-4", 80), label("other-cluster-b1")))
+		e.waitEvent(copied, corev1.EventTypeWarning, capacity.ReasonOtherCluster, `names cluster "other-cluster-b1", and this cluster is "c1-x7k2p"`)
+		if c := e.condition(e.get(copied)); c == nil || c.Status != corev1.ConditionFalse || c.Reason != capacity.ReasonOtherCluster {
+			t.Errorf("condition = %+v, want False/%s", c, capacity.ReasonOtherCluster)
+		}
+		if n := e.lookups.Load(); n != 0 {
+			t.Errorf("%d flavor lookups for another cluster's MachineSet", n)
+		}
+		if a := e.get(copied).Annotations; a[capacity.CPUKey] != "" {
+			t.Errorf("published %v for another cluster's MachineSet", a)
+		}
+		e.waitPublished(e.create(machineSet("ours", spec("flex-16-4", 80), label("c1-x7k2p"))))
+	})
+
 	t.Run("PublishesGPUFlavor", func(t *testing.T) {
 		e := start(t, cfg, capacity.Options{})
 		ms := e.create(machineSet("gpu", spec("gpu2-128-16-1-200", 0)))

@@ -66,6 +66,9 @@ func start(t *testing.T) *env {
 func (e *env) janitor(t *testing.T, o janitor.Options) *janitor.Janitor {
 	t.Helper()
 	o.Log = logr.Discard()
+	if o.ClusterID == "" {
+		o.ClusterID = fixture.ClusterID
+	}
 	j, err := janitor.New(e.Client, e.accounts, e.registry, o)
 	if err != nil {
 		t.Fatal(err)

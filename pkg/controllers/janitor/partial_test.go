@@ -80,7 +80,7 @@ func TestOrphanOfAZoneDownIsKept(t *testing.T) {
 	clk := &clock{t: time.Now().Add(5 * time.Minute)}
 	registry := &orphans.Registry{Client: e.Client, Recorder: record.NewFakeRecorder(100), Namespace: fixture.Namespace, Cloud: "exoscale"}
 	newJanitor := func() *janitor.Janitor {
-		j, err := janitor.New(e.Client, newAccounts(), registry, janitor.Options{Interval: time.Millisecond, Log: logr.Discard()})
+		j, err := janitor.New(e.Client, newAccounts(), registry, janitor.Options{ClusterID: fixture.ClusterID, Interval: time.Millisecond, Log: logr.Discard()})
 		if err != nil {
 			t.Fatal(err)
 		}
