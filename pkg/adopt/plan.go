@@ -75,7 +75,7 @@ type Plan struct {
 	// TakeOverClusterID is the other cluster ID whose servers it takes
 	// over (Options.TakeOverClusterID), "" for none.
 	TakeOverClusterID string
-	Groups    []*Group
+	Groups            []*Group
 	// Unmatched are servers of the cluster's domain that no Node runs on.
 	Unmatched []cloud.Found
 }
