@@ -147,12 +147,13 @@ demo: tools build
 # phase times of each cloud are printed at the end. Only a CLOUD given by the
 # user narrows it, never a default set in this file. Beside it (go test runs
 # packages side by side: they mostly wait, and none listens on a fixed
-# port), on both clouds: adopting a cluster Terraform made (test/adopt) and
-# installing a new one with the install-time manifests (test/install).
+# port), on both clouds: adopting a cluster Terraform made (test/adopt),
+# installing a new one with the install-time manifests (test/install), and
+# two clusters sharing one cloud account (test/twoclusters, about a minute).
 E2E_CLOUDS := $(if $(filter command line environment,$(origin CLOUD)),$(CLOUD))
 .PHONY: e2e
 e2e: tools
-	E2E=1 E2E_CLOUDS=$(E2E_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout 30m ./test/e2e/ ./test/adopt/ ./test/install/
+	E2E=1 E2E_CLOUDS=$(E2E_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout 30m ./test/e2e/ ./test/adopt/ ./test/install/ ./test/twoclusters/
 
 # Chaos (test/chaos): two replicas of the manager binary with leader election
 # against each cloud's emulator, which fails a fifth of the requests (5xx, 429
