@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -225,6 +226,10 @@ func TestTwoClustersShareOneAccount(t *testing.T) {
 		t.Skip("end-to-end test: run `make e2e` (E2E=1)")
 	}
 	for name, acc := range map[string]func(*testing.T) *account{"cloudscale": cloudscaleAccount, "exoscale": exoscaleAccount} {
+		// E2E_CLOUDS (comma separated) narrows the clouds, as in test/e2e.
+		if only := os.Getenv("E2E_CLOUDS"); only != "" && !slices.Contains(strings.Split(only, ","), name) {
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			twoClusters(t, acc(t))
