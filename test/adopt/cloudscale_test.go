@@ -25,10 +25,13 @@ import (
 )
 
 // The cluster as appuio/terraform-openshift4-cloudscale names it: cluster_id
-// (the Project Syn ID, which the Machines and tags carry), and nodes named
-// <role>-<4 hex>.<cluster_name>.<base_domain>.
+// (the Project Syn ID, which the module tags adoptable servers with), and
+// nodes named <role>-<4 hex>.<cluster_name>.<base_domain>; and its identity,
+// the installer's infrastructureName (<cluster name>-<5 random>), which the
+// Machines carry and the provider is pinned to.
 const (
 	csClusterID = "c-green-1234"
+	csInfraName = "c-green-1234-x7k2p"
 	csDomain    = "green.example.com"
 	fakeCA      = "-----BEGIN CERTIFICATE-----\nMIIBfakeCAforTheTest\n-----END CERTIFICATE-----\n"
 )
@@ -154,14 +157,33 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 }
 
 func TestAdoptCloudscale(t *testing.T) {
-	e := start(t, demo.Cloudscale)
+	e := start(t, demo.Cloudscale, csInfraName)
 	w := buildCloudscale(t, e)
 	prov := cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "adopt"})
 
-	// The plan alone changes nothing.
-	e.Harness().ResetRequests()
+	// adopt's Machines carry the cluster's identity: a --cluster-id of
+	// another (the module's cluster_id) is refused, saying how to take
+	// the servers it tagged over.
+	if _, err := adopt.New(e.ctx, e.kube, prov, adopt.Options{ClusterID: csClusterID}); err == nil || !strings.Contains(err.Error(), "--take-over-cluster-id "+csClusterID) {
+		t.Errorf("--cluster-id %s on cluster %s: %v, want a refusal naming --take-over-cluster-id", csClusterID, csInfraName, err)
+	}
+	// Without --take-over-cluster-id, the servers the module tagged with
+	// its cluster_id are another cluster's: left alone.
 	var out bytes.Buffer
-	a := e.adopter(prov, csClusterID, &out)
+	p0, err := e.adopter(prov, "", &out).Plan(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0.Print(&out, false)
+	if !strings.Contains(out.String(), "--take-over-cluster-id "+csClusterID+" takes such servers over") {
+		t.Errorf("the plan without --take-over-cluster-id does not say how to take the module's servers over:\n%s", out.String())
+	}
+
+	// The plan alone changes nothing.
+	e.takeOver = csClusterID
+	e.Harness().ResetRequests()
+	out.Reset()
+	a := e.adopter(prov, "", &out)
 	p, err := a.Plan(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +198,8 @@ func TestAdoptCloudscale(t *testing.T) {
 	}
 	plan := out.String()
 	for _, want := range []string{
-		"control plane", "c-green-1234-worker-rma1", "c-green-1234-infra-rma1",
+		"control plane", csInfraName + "-worker-rma1", csInfraName + "-infra-rma1",
+		"Servers tagged as cluster " + csClusterID + "'s are taken over",
 		"worker-ffff." + csDomain, "left alone: flavor (flex-8-4; the group's plus-16-4)",
 		"bootstrap." + csDomain, "no Node runs on it",
 		"takes over worker-group (4 servers)", "ControlPlaneMachineSet (Inactive)", "MachineSet (3 replicas)", "MachineSet (2 replicas)",
@@ -188,10 +211,11 @@ func TestAdoptCloudscale(t *testing.T) {
 
 	// Apply: 0 creates, 0 deletes, 0 reboots.
 	e.Harness().ResetRequests()
-	_, _, r := e.run(e.adopter(prov, csClusterID, &out))
-	if r.MachinesCreated != 8 || r.MachineSetsCreated != 2 || r.CPMSCreated != 1 || r.GroupsTakenOver != 3 || r.IdentitiesSet != 3 {
-		t.Errorf("report %+v: want 8 Machines (3 masters, 3 workers, 2 infra), 2 MachineSets, 1 CPMS, 3 groups taken over, 3 servers tagged (the masters; the module tagged the others)", r)
+	_, _, r := e.run(e.adopter(prov, "", &out))
+	if r.MachinesCreated != 8 || r.MachineSetsCreated != 2 || r.CPMSCreated != 1 || r.GroupsTakenOver != 3 || r.IdentitiesSet != 8 {
+		t.Errorf("report %+v: want 8 Machines (3 masters, 3 workers, 2 infra), 2 MachineSets, 1 CPMS, 3 groups taken over, 8 servers tagged with the cluster's identity (the module had tagged 5 with its cluster_id)", r)
 	}
+	e.adoptionDone("cloudscale")
 	writes := e.writes()
 	t.Logf("cloud writes while adopting (the provider's root volume tags included): %v", writes)
 	for _, route := range []string{"POST /v1/servers", "DELETE /v1/servers/{uuid}", "POST /v1/servers/{uuid}/reboot", "POST /v1/servers/{uuid}/stop", "POST /v1/servers/{uuid}/start"} {
@@ -213,7 +237,7 @@ func TestAdoptCloudscale(t *testing.T) {
 	}
 	for _, name := range []string{"master-1a2b", "worker-0a1b", "infra-7a8b"} {
 		got, err := w.c.Servers.Get(e.ctx, w.servers[name].UUID)
-		if err != nil || got.Tags[v1beta1.TagMachineName] != name || got.Tags[v1beta1.TagClusterID] != csClusterID {
+		if err != nil || got.Tags[v1beta1.TagMachineName] != name || got.Tags[v1beta1.TagClusterID] != csInfraName {
 			t.Errorf("server %s tags %v (%v)", name, got.Tags, err)
 		}
 		if got.Flavor.Slug != w.servers[name].Flavor.Slug || got.Status != "running" {
@@ -224,21 +248,21 @@ func TestAdoptCloudscale(t *testing.T) {
 		t.Errorf("the misfit worker-ffff got a Machine")
 	}
 	g, err := w.c.ServerGroups.Get(e.ctx, w.groups["worker"])
-	if err != nil || g.Tags[v1beta1.TagAntiAffinityKey] != "worker" || g.Tags[v1beta1.TagClusterID] != csClusterID || len(g.Servers) != 4 {
+	if err != nil || g.Tags[v1beta1.TagAntiAffinityKey] != "worker" || g.Tags[v1beta1.TagClusterID] != csInfraName || len(g.Servers) != 4 {
 		t.Errorf("worker-group: %+v, %v: want it the provider's group of key worker, its 4 servers kept", g, err)
 	}
-	e.machineSetOwns("c-green-1234-worker-rma1", "worker-0a1b", "worker-2c3d", "worker-4e5f")
-	e.machineSetOwns("c-green-1234-infra-rma1", "infra-7a8b", "infra-9c0d")
+	e.machineSetOwns(csInfraName+"-worker-rma1", "worker-0a1b", "worker-2c3d", "worker-4e5f")
+	e.machineSetOwns(csInfraName+"-infra-rma1", "infra-7a8b", "infra-9c0d")
 	e.cpms("master-1a2b", "master-3c4d", "master-5e6f")
 	var secret corev1.Secret
-	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: "c-green-1234-worker-rma1-user-data"}, &secret); err != nil ||
+	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: csInfraName + "-worker-rma1-user-data"}, &secret); err != nil ||
 		!strings.Contains(string(secret.Data["baseIgnition"]), "https://api-int."+csDomain+":22623/config/worker") {
 		t.Errorf("user data secret: %v, %s", err, secret.Data["baseIgnition"])
 	}
 
 	// Again: nothing changes, in the cluster or in the cloud.
 	e.Harness().ResetRequests()
-	p2, text2, r2 := e.run(e.adopter(prov, csClusterID, &out))
+	p2, text2, r2 := e.run(e.adopter(prov, "", &out))
 	if r2.Changed() {
 		t.Errorf("the second run changed something: %+v", r2)
 	}
@@ -257,7 +281,7 @@ func TestAdoptCloudscale(t *testing.T) {
 	}
 
 	// The adopted MachineSet scales like any other.
-	e.scalesLikeAnyOther("c-green-1234-worker-rma1", 3, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
+	e.scalesLikeAnyOther(csInfraName+"-worker-rma1", 3, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
 	if !slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && g.CPMS != nil }) {
 		t.Errorf("no ControlPlaneMachineSet planned")
 	}

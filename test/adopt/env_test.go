@@ -37,6 +37,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	"github.com/appuio/machine-api-provider/pkg/demo"
 	"github.com/appuio/machine-api-provider/pkg/localcluster"
+	"github.com/appuio/machine-api-provider/pkg/orphans"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 	"github.com/appuio/machine-api-provider/pkg/userdata"
 	"github.com/appuio/machine-api-provider/test/fixture"
@@ -74,9 +75,13 @@ type env struct {
 	log logr.Logger
 	// kube is a client of the cluster with every kind adopt knows.
 	kube client.Client
+	// takeOver is adopt's TakeOverClusterID.
+	takeOver string
 }
 
-func start(t *testing.T, cloudName string) *env {
+// start starts the cluster whose identity, its infrastructureName, is
+// clusterID.
+func start(t *testing.T, cloudName, clusterID string) *env {
 	t.Helper()
 	if os.Getenv("E2E") == "" {
 		t.Skip("end-to-end test: run `make e2e` (E2E=1)")
@@ -97,7 +102,7 @@ func start(t *testing.T, cloudName string) *env {
 	testLog.w = logFile
 	testLog.Unlock()
 	log := funcr.New(logToTest, funcr.Options{Verbosity: 2, LogTimestamp: true})
-	e, err := demo.Start(demo.Options{Cloud: cloudName, BinDir: bin, Dir: dir, BootTime: 2 * time.Second, RegisterDelay: time.Second, Log: log})
+	e, err := demo.Start(demo.Options{Cloud: cloudName, ClusterID: clusterID, BinDir: bin, Dir: dir, BootTime: 2 * time.Second, RegisterDelay: time.Second, Log: log})
 	t.Cleanup(func() {
 		if e != nil {
 			_ = e.Stop()
@@ -178,7 +183,7 @@ func (e *env) adopter(c cloud.Cloud, clusterID string, out io.Writer) *adopt.Ado
 // adopterWith is adopter with another client of the cluster.
 func (e *env) adopterWith(kube client.Client, c cloud.Cloud, clusterID string, out io.Writer) *adopt.Adopter {
 	e.t.Helper()
-	a, err := adopt.New(e.ctx, kube, c, adopt.Options{ClusterID: clusterID, Wait: 3 * time.Minute, Poll: 500 * time.Millisecond, Out: out, Log: e.log})
+	a, err := adopt.New(e.ctx, kube, c, adopt.Options{ClusterID: clusterID, TakeOverClusterID: e.takeOver, Wait: 3 * time.Minute, Poll: 500 * time.Millisecond, Out: out, Log: e.log})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -206,6 +211,28 @@ func (e *env) run(a *adopt.Adopter) (*adopt.Plan, string, *adopt.Report) {
 		e.t.Fatalf("apply: %v", err)
 	}
 	return p, text.String(), r
+}
+
+// adoptionDone checks that no server is recorded as being adopted any more
+// (pkg/orphans, Adoptions): a run that completed is done with them, and the
+// janitor counts them again.
+func (e *env) adoptionDone(cloudName string) {
+	e.t.Helper()
+	var cm corev1.ConfigMap
+	err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: orphans.AdoptionsConfigMapName(cloudName)}, &cm)
+	if err == nil && len(cm.Data) > 0 {
+		e.t.Errorf("servers still recorded as being adopted after a complete run: %v", cm.Data)
+	}
+}
+
+// adopting is how many servers are recorded as being adopted.
+func (e *env) adopting(cloudName string) int {
+	e.t.Helper()
+	var cm corev1.ConfigMap
+	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: orphans.AdoptionsConfigMapName(cloudName)}, &cm); err != nil {
+		return 0
+	}
+	return len(cm.Data)
 }
 
 // writes are the requests of a route set that change something.

@@ -173,7 +173,10 @@ func buildExoscale(t *testing.T, e *env) *exoWorld {
 }
 
 func TestAdoptExoscale(t *testing.T) {
-	e := start(t, demo.Exoscale)
+	// The module's cluster_id is the cluster's identity here: the
+	// Machines and instances carry it as the module tagged them
+	// (cloudscale_test.go takes over a cluster_id that is not).
+	e := start(t, demo.Exoscale, exoClusterID)
 	w := buildExoscale(t, e)
 	prov := exocloud.New(exocloud.Options{APIEndpoint: e.APIURL + "v2", DefaultAPIKey: emuexo.DefaultAPIKey, DefaultAPISecret: emuexo.DefaultAPISecret})
 
@@ -211,6 +214,11 @@ func TestAdoptExoscale(t *testing.T) {
 	r1, err := ap.Apply(e.ctx, p1)
 	if err == nil || r1.Replaced != 0 {
 		t.Fatalf("the interrupted run: %+v, %v; want it stopped at the first evicted member's Node", r1, err)
+	}
+	// Interrupted, the adoption is under way: its servers stay recorded,
+	// no orphans to the janitor.
+	if n := e.adopting("exoscale"); n == 0 {
+		t.Error("no server recorded as being adopted after an interrupted run")
 	}
 	_, text, r := e.run(e.adopter(prov, exoClusterID, &out))
 	// What the servers booted with (its pieces, plain or base64) and the
@@ -288,6 +296,8 @@ func TestAdoptExoscale(t *testing.T) {
 	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: "infra-ffff"}, &machinev1beta1.Machine{}); err == nil {
 		t.Errorf("the misfit infra-ffff got a Machine")
 	}
+
+	e.adoptionDone("exoscale")
 
 	// Again: nothing changes.
 	e.Harness().ResetRequests()
