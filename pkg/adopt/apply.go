@@ -152,6 +152,20 @@ func (a *Adopter) applyInPlace(ctx context.Context, g *Group, r *Report) error {
 			failed = append(failed, fmt.Errorf("%s: %w", m.Found.Name, err))
 		}
 	}
+	for _, m := range all {
+		if !m.Restore || g.Spec == nil {
+			continue
+		}
+		changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.o.ClusterID}, g.Spec, m.Found)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s: giving the server its Machine's identity back: %w", m.Found.Name, err))
+			continue
+		}
+		if changed {
+			r.IdentitiesSet++
+			a.progress("%s: %s is Machine %s's again", g.Name, m.Found.Name, m.MachineName)
+		}
+	}
 	if err := a.awaitMachines(ctx, g, all); err != nil {
 		failed = append(failed, err)
 	}

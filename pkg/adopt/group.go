@@ -156,14 +156,20 @@ func existingSpec(g *Group, cl *cluster) []byte {
 // alone for its identity).
 func (a *Adopter) identify(m *Member, cl *cluster) bool {
 	pid := a.cloud.Name() + "://" + m.Found.ID
+	f := m.Found
 	for i := range cl.machines {
 		mach := &cl.machines[i]
 		if mach.Spec.ProviderID != nil && *mach.Spec.ProviderID == pid {
 			m.MachineName, m.Action = mach.Name, ActAdopted
+			// Its tags were changed since (a terraform apply that sets the
+			// module's own again): the provider leaves such a server
+			// alone, and adopt, told to take that ID over, gives it its
+			// Machine's identity back.
+			m.Restore = mach.Labels[clusterLabel] == a.o.ClusterID && (f.ClusterID != a.o.ClusterID || f.Machine != mach.Name) &&
+				(f.ClusterID == "" || a.ours(f.ClusterID))
 			return true
 		}
 	}
-	f := m.Found
 	switch {
 	case f.ClusterID != "" && f.ClusterID != a.o.ClusterID && f.ClusterID != a.o.TakeOverClusterID:
 		m.Action = ActMisfit

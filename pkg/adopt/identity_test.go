@@ -198,6 +198,29 @@ func TestRerunCountsEveryMachineItMade(t *testing.T) {
 	if n := *g.MachineSet.Spec.Replicas; n != 3 {
 		t.Errorf("the MachineSet would own 3 Machines at %d replicas: it would delete %d", n, 3-n)
 	}
+	// Their servers still carry the module's cluster_id (the earlier run
+	// stopped before; or a terraform apply set it again): told to take
+	// that over, adopt gives them their Machines' identity back, and only
+	// then (the provider leaves them alone meanwhile).
+	for _, m := range g.Members {
+		if m.Action != ActAdopted || !m.Restore {
+			t.Errorf("%s: %q, restore %v; want it adopted already, its identity restored", m.Found.Name, m.Action, m.Restore)
+		}
+	}
+	a, err = e.adopter(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = a.Plan(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, pg := range p.Groups {
+		for _, m := range pg.Members {
+			if m.Restore {
+				t.Errorf("%s: restored without --take-over-cluster-id", m.Found.Name)
+			}
+		}
+	}
 }
 
 // Should the MachineSet make a Machine of its own while it takes the

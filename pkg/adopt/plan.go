@@ -136,6 +136,10 @@ type Member struct {
 	Misfits []string
 	// Machine is the Machine adopt writes for it (nil when none).
 	Machine *machinev1beta1.Machine
+	// Restore: adopted already, but the server no longer carries its
+	// Machine's identity (none, or the ID adopt takes over): adopt gives
+	// it back.
+	Restore bool
 }
 
 // cluster is what the cluster says about its nodes and Machines.

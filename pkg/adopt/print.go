@@ -84,7 +84,11 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 			action := m.Action
 			switch m.Action {
 			case ActAdopt:
-				action = "adopt: Machine, identity"
+				action = "adopt: identity, Machine"
+			case ActAdopted:
+				if m.Restore {
+					action = "adopted already: its Machine's identity restored"
+				}
 			case ActReplace:
 				action = "replace: new Machine, drain, evict from the pool"
 				machine = "(new)"
