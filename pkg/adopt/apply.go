@@ -46,7 +46,8 @@ func (r *Report) Changed() bool {
 // the adoption is under way, though adopt tags each server just before it
 // writes its Machine, the modules may have tagged it long before, and a run
 // may be interrupted in between. A run that ends without an error is done
-// with them; one that fails keeps them recorded until a run completes.
+// with them, and with those an earlier, interrupted run recorded; one that
+// fails keeps them recorded until a run completes.
 func (a *Adopter) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	r := &Report{}
 	adopting := a.adoptions(p)
@@ -73,9 +74,20 @@ func (a *Adopter) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	if len(r.Errors) > 0 {
 		return r, errors.Join(r.Errors...)
 	}
-	ids := make([]string, len(adopting))
-	for i, ad := range adopting {
-		ids[i] = ad.ServerID
+	// Done: also with what an earlier, interrupted run recorded (adopted
+	// since, and no member of this plan any more).
+	recorded, err := a.record.List(ctx)
+	if err != nil {
+		return r, fmt.Errorf("the adoption is done, but its record %s stays: %w", orphans.AdoptionsConfigMapName(a.cloud.Name()), err)
+	}
+	var ids []string
+	for _, ad := range adopting {
+		ids = append(ids, ad.ServerID)
+	}
+	for id, ad := range recorded {
+		if ad.ClusterID == a.o.ClusterID {
+			ids = append(ids, id)
+		}
 	}
 	if err := a.record.Done(ctx, ids...); err != nil {
 		return r, fmt.Errorf("the adoption is done, but its record %s stays: %w", orphans.AdoptionsConfigMapName(a.cloud.Name()), err)
