@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,24 +114,5 @@ func (r *Adoptions) Done(ctx context.Context, serverIDs ...string) error {
 	} else if err != nil {
 		return err
 	}
-	return updateConfigMap(ctx, r.Client, r.key(), "", func(cm *corev1.ConfigMap) bool {
-		changed := false
-		for _, id := range serverIDs {
-			if _, ok := cm.Data[Key(id)]; ok {
-				delete(cm.Data, Key(id))
-				changed = true
-			}
-		}
-		return changed
-	})
-}
-
-// IDs lists the recorded servers' IDs, sorted.
-func IDs(m map[string]Adoption) []string {
-	out := make([]string, 0, len(m))
-	for id := range m {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return updateConfigMap(ctx, r.Client, r.key(), "", func(cm *corev1.ConfigMap) bool { return deleteKeys(cm, serverIDs) })
 }

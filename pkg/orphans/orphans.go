@@ -111,16 +111,20 @@ func (r *Registry) Forget(ctx context.Context, serverIDs ...string) error {
 	if len(serverIDs) == 0 {
 		return nil
 	}
-	return r.update(ctx, func(cm *corev1.ConfigMap) bool {
-		changed := false
-		for _, id := range serverIDs {
-			if _, ok := cm.Data[Key(id)]; ok {
-				delete(cm.Data, Key(id))
-				changed = true
-			}
+	return r.update(ctx, func(cm *corev1.ConfigMap) bool { return deleteKeys(cm, serverIDs) })
+}
+
+// deleteKeys removes the servers' keys from a record, and says whether
+// there were any.
+func deleteKeys(cm *corev1.ConfigMap, serverIDs []string) bool {
+	changed := false
+	for _, id := range serverIDs {
+		if _, ok := cm.Data[Key(id)]; ok {
+			delete(cm.Data, Key(id))
+			changed = true
 		}
-		return changed
-	})
+	}
+	return changed
 }
 
 func (r *Registry) name() string { return ConfigMapName(r.Cloud) }
