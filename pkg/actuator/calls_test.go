@@ -18,6 +18,7 @@ import (
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/test/fixture"
@@ -26,10 +27,11 @@ import (
 // What a Machine costs: cloud calls and Kubernetes API writes, each a round
 // trip on a path that thousands of Machines take.
 
-// Deleting a Machine's server costs the look for its servers and the
-// delete; the existence check that follows needs no call: the view knows
-// what the provider deleted.
-func TestDeletionCostsTwoCalls(t *testing.T) {
+// Deleting a Machine's server costs the look for its servers, the read of
+// the server right before its delete (is it still the Machine's? pkg/cloud,
+// owner.go) and the delete; the existence check that follows needs no
+// call: the view knows what the provider deleted.
+func TestDeletionCostsThreeCalls(t *testing.T) {
 	e := env(t)
 	h := e.Emulator.Harness()
 	e.StartManager(t, manager.Options{})
@@ -43,7 +45,7 @@ func TestDeletionCostsTwoCalls(t *testing.T) {
 		err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: fixture.Namespace, Name: "worker-a"}, &machinev1.Machine{})
 		return apierrors.IsNotFound(err), err
 	})
-	want := map[string]int64{"GET /v1/servers": 1, "DELETE /v1/servers/{uuid}": 1}
+	want := map[string]int64{"GET /v1/servers": 1, "GET /v1/servers/{uuid}": 1, "DELETE /v1/servers/{uuid}": 1}
 	if got := h.Requests(); !maps.Equal(got, want) {
 		t.Errorf("deletion made %v, want %v", got, want)
 	}
@@ -57,7 +59,7 @@ func TestDeletedMachineReleasesItsAccount(t *testing.T) {
 	e := env(t)
 	ctx := context.Background()
 	accounts := cloud.NewAccounts(e.Cloud(""), cloud.AccountOptions{})
-	act := actuator.New(e.Client, accounts, record.NewFakeRecorder(1000), logr.Discard(), actuator.Options{})
+	act := actuator.New(e.Client, accounts, record.NewFakeRecorder(1000), logr.Discard(), actuator.Options{ClusterID: fixture.ClusterID})
 	m := fixture.Machine("worker-a", spec(nil))
 	m.Finalizers = []string{machinev1.MachineFinalizer}
 	if err := e.Client.Create(ctx, m); err != nil {
@@ -89,7 +91,7 @@ func TestDeletedMachineReleasesItsAccount(t *testing.T) {
 	if n := accounts.Len(); n != 0 {
 		t.Errorf("%d accounts in use after the Machine's last call, want 0", n)
 	}
-	want := map[string]int64{"GET /v1/servers": 1, "DELETE /v1/servers/{uuid}": 1}
+	want := map[string]int64{"GET /v1/servers": 1, "GET /v1/servers/{uuid}": 1, "DELETE /v1/servers/{uuid}": 1}
 	if got := h.Requests(); !maps.Equal(got, want) {
 		t.Errorf("Delete and Exists made %v, want %v", got, want)
 	}
@@ -128,7 +130,7 @@ func TestStatusChangeAloneWritesOnlyTheStatus(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		},
 	})
-	act := actuator.New(counted, cloud.NewAccounts(e.Cloud(""), cloud.AccountOptions{}), record.NewFakeRecorder(1000), logr.Discard(), actuator.Options{SecretReader: e.Client})
+	act := actuator.New(counted, cloud.NewAccounts(e.Cloud(""), cloud.AccountOptions{}), record.NewFakeRecorder(1000), logr.Discard(), actuator.Options{SecretReader: e.Client, ClusterID: fixture.ClusterID})
 	if err := e.Client.Create(ctx, fixture.Machine("worker-a", spec(nil))); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +221,10 @@ func firstRecordOf(t *testing.T, e *fixture.Env, name string) func() *machinev1.
 func TestMachinesDeletedTogetherShareTheirCalls(t *testing.T) {
 	e := env(t)
 	h := e.Emulator.Harness()
-	e.StartManager(t, manager.Options{})
+	// The janitor's sweep (a list of the servers and one of the groups,
+	// every minute) would land among the deletes now and then, on a loaded
+	// machine: one more of each, and a flaky count. It is counted apart.
+	e.StartManager(t, manager.Options{Janitor: janitor.Options{Interval: time.Hour}})
 	const n = 8
 	names := make([]string, n)
 	for i := range n {
