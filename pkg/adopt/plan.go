@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
 // Labels of the Machine API.
@@ -255,50 +256,26 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// match pairs servers with Nodes: by provider ID, else by the hostname (the
-// name's first label, as the Terraform modules' Ignition sets it) when an
-// address agrees too.
-func (a *Adopter) match(found []cloud.Found, nodes []corev1.Node) ([]*Member, []cloud.Found) {
-	byProviderID := map[string]*corev1.Node{}
-	byName := map[string]*corev1.Node{}
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Spec.ProviderID != "" {
-			byProviderID[n.Spec.ProviderID] = n
-		}
-		byName[n.Name] = n
-	}
+// match pairs servers with Nodes as every part of the provider does
+// (pkg/nodes): by provider ID, else by the name (the name's first label, as
+// the Terraform modules' Ignition sets the hostname, or the whole name)
+// when an address agrees too: a name alone could be another cluster's
+// node of the same name.
+func (a *Adopter) match(found []cloud.Found, list []corev1.Node) ([]*Member, []cloud.Found) {
+	ix := nodes.New(a.cloud.Name(), list)
 	var matched []*Member
 	var unmatched []cloud.Found
 	for i := range found {
 		f := &found[i]
-		host, _, _ := strings.Cut(f.Name, ".")
-		n := byProviderID[a.cloud.Name()+"://"+f.ID]
-		if n == nil {
-			if cand := byName[host]; cand != nil && (cand.Spec.ProviderID == "" && sharesAddress(cand, f)) {
-				n = cand
-			}
-		}
-		if n == nil {
+		on := ix.On(f.Server)
+		if len(on) == 0 {
 			unmatched = append(unmatched, *f)
 			continue
 		}
-		matched = append(matched, &Member{Found: f, Node: n, MachineName: host})
+		host, _, _ := strings.Cut(f.Name, ".")
+		matched = append(matched, &Member{Found: f, Node: on[0].Node, MachineName: host})
 	}
 	return matched, unmatched
-}
-
-// sharesAddress says whether a Node reports one of the server's addresses:
-// a name alone could be another cluster's node of the same name.
-func sharesAddress(n *corev1.Node, f *cloud.Found) bool {
-	for _, na := range n.Status.Addresses {
-		for _, sa := range f.Addresses {
-			if na.Address == sa.Address {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // terraformName is the module's node name: <role>-<4 hex> (random_id of 2
