@@ -295,6 +295,19 @@ func twoClusters(t *testing.T, acc *account) {
 	// And then for another 10 (fast) minutes: every sweep sees B's
 	// servers, were it to take them for A's.
 	time.Sleep(janitor.MinDeleteOrphansAfter / speed)
+	untouched := func(when string) {
+		t.Helper()
+		for id, tags := range bServers {
+			if w := acc.writes.By(clusterA, id); len(w) > 0 {
+				t.Errorf("%s: cluster A wrote to B's server %s: %v", when, id, w)
+			}
+			now, ok := acc.identity(id)
+			if !ok || !maps.Equal(now, tags) {
+				t.Errorf("%s: B's server %s: %v (there: %v), want it as it was, %v", when, id, now, ok, tags)
+			}
+		}
+	}
+	untouched("after 10 minutes of A's janitor")
 	for _, n := range []string{"b-worker-0", "stolen"} {
 		a.waitPhase(t, n, machinev1.PhaseFailed)
 	}
@@ -323,15 +336,7 @@ func twoClusters(t *testing.T, acc *account) {
 	a.delete(t, a.get(t, "stolen"))
 	a.delete(t, copied)
 
-	for id, tags := range bServers {
-		if w := acc.writes.By(clusterA, id); len(w) > 0 {
-			t.Errorf("cluster A wrote to B's server %s: %v", id, w)
-		}
-		now, ok := acc.identity(id)
-		if !ok || !maps.Equal(now, tags) {
-			t.Errorf("B's server %s: %v (there: %v), want it as it was, %v", id, now, ok, tags)
-		}
-	}
+	untouched("after A deleted its copies")
 	for _, n := range []string{"b-worker-0", "b-worker-1"} {
 		if p := fixture.Phase(b.get(t, n)); p != machinev1.PhaseProvisioned {
 			t.Errorf("B's Machine %s is %s", n, p)
