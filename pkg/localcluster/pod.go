@@ -36,7 +36,8 @@ package localcluster
 // projected service account tokens, emptyDirs) and /tmp. The binaries must
 // be static (CGO_ENABLED=0): the root has no libraries. The runner must be
 // root, or the process gets a user namespace to chroot in. The containers
-// have a network of their own (pod_network.go: run as root), so that pods
+// have a network of their own (pod_network.go: run as root, with the
+// capabilities to make network namespaces and veth pairs), so that pods
 // never collide on a port, with each other or with anything else on this
 // machine; run otherwise, they share this machine's network, as
 // hostNetwork pods would, and their ports must be free.
@@ -242,7 +243,9 @@ func RunPod(ctx context.Context, admin *rest.Config, pod *corev1.Pod, o PodOptio
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
 	}
-	if isolatedNetworks() {
+	if !isolatedNetworks() {
+		o.Log.Info("the pod shares this machine's network: its ports must be free", "pod", pod.Name, "why", networksErr.Error())
+	} else {
 		reach := append([]string{net.JoinHostPort(api.host, api.port)}, o.Reach...)
 		if p.net, err = newPodNet(pod, reach, o.Log); err != nil {
 			return nil, err

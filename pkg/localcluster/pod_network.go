@@ -52,9 +52,40 @@ type podNet struct {
 	wg        sync.WaitGroup
 }
 
-// isolatedNetworks says whether pods get a network of their own: only
-// root may make one.
-func isolatedNetworks() bool { return os.Geteuid() == 0 }
+// isolatedNetworks says whether pods get a network of their own: whether
+// this process may make a network namespace and a veth pair (root, with
+// CAP_SYS_ADMIN and CAP_NET_ADMIN: not root in a container with the
+// default capabilities). It tries once.
+func isolatedNetworks() bool {
+	networksOnce.Do(func() { networksErr = tryNetworks() })
+	return networksErr == nil
+}
+
+var (
+	networksOnce sync.Once
+	networksErr  error
+)
+
+func tryNetworks() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root")
+	}
+	err := onLockedThread(func(orig *os.File) error {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return err
+		}
+		return unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET)
+	})
+	if err != nil {
+		return err
+	}
+	id := rand.Uint32()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: fmt.Sprintf("mapt%08x", id)}, PeerName: fmt.Sprintf("mapu%08x", id)}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return err
+	}
+	return netlink.LinkDel(veth)
+}
 
 // hostEnd is the address of this machine's end of every pod's veth pair:
 // the source of what this machine sends a pod, and the pods' way back.
