@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
-	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
 
 // TestKeptConfigIsCheckedLikeNewConfig: an upgrade whose manager dropped a
@@ -26,49 +21,16 @@ import (
 // condition ManagerConfigValid says so. Once the ConfigMap is fixed, its
 // flags apply again.
 func TestKeptConfigIsCheckedLikeNewConfig(t *testing.T) {
-	cfg, c := testenv.Start(t)
-	ctx := context.Background()
-	const ns = "openshift-machine-api"
-	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	must(t, c.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: deployer.ImagesConfigMap, Namespace: ns},
-		Data:       map[string]string{deployer.ImagesKey: `{"machineAPIOperator": "mao:1", "kubeRBACProxy": "proxy:1"}`},
-	}))
+	e := newDeployerEnv(t)
+	c, ns, key, ctx := e.c, e.ns, e.key, context.Background()
 	// The old release's manager knew --webhook-port.
 	const dropped = "--webhook-port="
 	oldCheck := func(args []string) error {
 		return checkManagerArgs(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, dropped) }))
 	}
-	start := func(check func([]string) error) func() {
-		mgr, err := deployer.NewManager(cfg, deployer.ManagerOptions{
-			Options:                deployer.Options{Namespace: ns, ProviderImage: "provider:1", CheckManagerArgs: check},
-			MetricsBindAddress:     "0",
-			HealthProbeBindAddress: "0",
-			Log:                    log.Log,
-			AllowManyPerProcess:    true,
-		})
-		must(t, err)
-		return testenv.Run(t, mgr)
-	}
-	key := types.NamespacedName{Namespace: ns, Name: deployer.DeploymentName("")}
-	args := func() []string {
-		d := &appsv1.Deployment{}
-		if err := c.Get(ctx, key, d); err != nil {
-			return nil
-		}
-		for _, ct := range d.Spec.Template.Spec.Containers {
-			if ct.Name == deployer.MachineContainer {
-				return ct.Args
-			}
-		}
-		return nil
-	}
-	waitArgs := func(what string, ok func([]string) bool) {
-		t.Helper()
-		poll(t, what, func() (bool, string) { a := args(); return ok(a), fmt.Sprint(a) })
-	}
+	args, waitArgs := e.args, func(what string, ok func([]string) bool) { t.Helper(); e.waitArgs(t, what, ok) }
 
-	stopOld := start(oldCheck)
+	stopOld := e.start(t, oldCheck)
 	waitArgs("the controllers Deployment", func(a []string) bool { return slices.Contains(a, "--namespace="+ns) })
 	base := args()
 	must(t, c.Create(ctx, &corev1.ConfigMap{
@@ -79,7 +41,7 @@ func TestKeptConfigIsCheckedLikeNewConfig(t *testing.T) {
 	stopOld()
 
 	// The new release's deployer: its manager has no --webhook-port.
-	start(checkManagerArgs)
+	e.start(t, checkManagerArgs)
 	waitArgs("the defaults", func(a []string) bool { return slices.Equal(a, base) })
 	cond := waitConfigCondition(t, c, ns, metav1.ConditionFalse, deployer.ReasonConfigInvalid, "runs with its defaults")
 	for _, want := range []string{"unknown flag: --webhook-port", "no longer pass"} {

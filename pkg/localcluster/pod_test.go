@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/appuio/machine-api-provider/pkg/testenv"
@@ -50,20 +51,11 @@ func TestRunPod(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary and starts an API server")
 	}
-	bin := filepath.Join(t.TempDir(), "image")
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "podprobe"), "./testdata/podprobe")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/podprobe: %v\n%s", err, out)
-	}
-	cfg, _ := testenv.Start(t)
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	bin, cfg, cs := podprobeEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const ns = "pods"
 	for _, err := range []error{
-		create(ctx, cs.CoreV1().Namespaces().Create, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}),
-		create(ctx, cs.CoreV1().ServiceAccounts(ns).Create, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner"}}),
 		create(ctx, cs.CoreV1().Secrets(ns).Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, StringData: map[string]string{"a": "secret-a"}}),
 		create(ctx, cs.CoreV1().ConfigMaps(ns).Create, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"k": "v"}}),
 	} {
@@ -215,25 +207,10 @@ func TestPodsNeverCollideOnPorts(t *testing.T) {
 	if !isolatedNetworks() {
 		t.Skip("pods get a network of their own only when the runner is root")
 	}
-	bin := filepath.Join(t.TempDir(), "image")
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "podprobe"), "./testdata/podprobe")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/podprobe: %v\n%s", err, out)
-	}
-	cfg, _ := testenv.Start(t)
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	bin, cfg, _ := podprobeEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const ns = "pods"
-	for _, err := range []error{
-		create(ctx, cs.CoreV1().Namespaces().Create, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}),
-		create(ctx, cs.CoreV1().ServiceAccounts(ns).Create, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner"}}),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	ip, err := HostIP()
 	if err != nil {
 		t.Fatal(err)
@@ -293,4 +270,29 @@ func TestPodsNeverCollideOnPorts(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", net.JoinHostPort(ipOne, strconv.Itoa(port)), time.Second); err == nil {
 		t.Errorf("a stopped pod's port at %s still answers", ipOne)
 	}
+}
+
+// podprobeEnv builds testdata/podprobe into the directory that plays its
+// image, and starts an API server with the namespace "pods" and its
+// service account "runner".
+func podprobeEnv(t *testing.T) (bin string, cfg *rest.Config, cs kubernetes.Interface) {
+	t.Helper()
+	bin = filepath.Join(t.TempDir(), "image")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "podprobe"), "./testdata/podprobe")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building testdata/podprobe: %v\n%s", err, out)
+	}
+	cfg, _ = testenv.Start(t)
+	cs = kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	for _, err := range []error{
+		create(ctx, cs.CoreV1().Namespaces().Create, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pods"}}),
+		create(ctx, cs.CoreV1().ServiceAccounts("pods").Create, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner"}}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin, cfg, cs
 }
