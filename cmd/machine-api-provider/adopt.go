@@ -6,12 +6,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/appuio/machine-api-provider/pkg/adopt"
-	"github.com/appuio/machine-api-provider/pkg/cloud"
-	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
 )
 
@@ -24,6 +23,7 @@ func adoptCommand() *cobra.Command {
 		exoAPI     string
 		caFile     string
 		apply      bool
+		timeout    time.Duration
 		zapOpts    zap.Options
 	)
 	cmd := &cobra.Command{
@@ -62,22 +62,13 @@ procedure and the Terraform handover.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := newLogger(&zapOpts)
 			o.Log, o.Out = log, cmd.OutOrStdout()
-			var c cloud.Cloud
-			switch cloudName {
-			case "cloudscale":
-				cs := cscloud.New(cscloud.Options{BaseURL: apiURL})
-				if err := cs.Check(); err != nil {
-					return err
-				}
-				c = cs
-			case "exoscale":
-				exo := exocloud.New(exocloud.Options{APIEndpoint: exoAPI})
-				if err := exo.Check(); err != nil {
-					return err
-				}
-				c = exo
-			default:
-				return fmt.Errorf("--cloud %q: the clouds are: cloudscale, exoscale", cloudName)
+			if timeout <= 0 {
+				return fmt.Errorf("--cloud-api-timeout (%s) must be positive", timeout)
+			}
+			// Every call of adopt is bounded as the manager's are.
+			c, err := newCloud(cloudName, cloudEndpoints{cloudscale: apiURL, exoscale: exoAPI}, timeout, types.NamespacedName{})
+			if err != nil {
+				return err
 			}
 			if caFile != "" {
 				b, err := os.ReadFile(caFile)
@@ -128,6 +119,7 @@ procedure and the Terraform handover.`,
 	f.StringVar(&o.UserDataSecret, "user-data-secret", "", "user data secret every MachineSet names (default: one per node group, <MachineSet>-user-data, made from what its nodes booted with)")
 	f.StringVar(&caFile, "ignition-ca", "", "file with the machine config server's CA, for cloudscale.ch user data (default: read from the cluster)")
 	f.BoolVar(&apply, "apply", false, "carry the plan out (default: only print it)")
+	f.DurationVar(&timeout, "cloud-api-timeout", 30*time.Second, "how long one cloud API call may take before adopt gives up on its answer, as the manager's flag")
 	f.DurationVar(&o.Wait, "wait", 15*time.Minute, "how long to wait for each step the cluster carries out (Machines Running, a replacement Ready, a drain)")
 	f.StringVar(&apiURL, "cloudscale-api-url", os.Getenv("CLOUDSCALE_API_URL"), "cloudscale.ch API base URL (default $CLOUDSCALE_API_URL, else the real API)")
 	f.StringVar(&exoAPI, "exoscale-api-endpoint", os.Getenv(exocloud.EnvAPIEndpoint), "Exoscale API endpoint (default $EXOSCALE_API_ENDPOINT, else "+exocloud.DefaultEndpoint+")")

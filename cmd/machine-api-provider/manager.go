@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
+	"github.com/appuio/machine-api-provider/pkg/cloud"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
@@ -84,21 +85,11 @@ output to the log.`,
 			klog.SetLogger(log)
 			o.Log = log
 			o.UserDataRenderer = &userData
-			secret := secretRef(defaultSecret, o.Namespace)
-			switch cloudName {
-			case "cloudscale":
-				cs := cscloud.New(cscloud.Options{BaseURL: apiURL, HTTPClient: &http.Client{Timeout: cloudTimeout}, DefaultSecret: secret})
-				if err := cs.Check(); err != nil {
-					return err
-				}
-				o.Cloud = cs
-			case "exoscale":
-				exo := exocloud.New(exocloud.Options{APIEndpoint: exoAPI, DefaultSecret: secret})
-				if err := exo.Check(); err != nil {
-					return err
-				}
-				o.Cloud = exo
+			c, err := newCloud(cloudName, cloudEndpoints{cloudscale: apiURL, exoscale: exoAPI}, cloudTimeout, secretRef(defaultSecret, o.Namespace))
+			if err != nil {
+				return err
 			}
+			o.Cloud = c
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -246,4 +237,30 @@ func checkManagerArgs(args []string) error {
 		return err
 	}
 	return cmd.PreRunE(cmd, nil)
+}
+
+// cloudEndpoints are the clouds' API endpoints the flags name ("": the
+// environment's, else the real API's).
+type cloudEndpoints struct{ cloudscale, exoscale string }
+
+// newCloud builds the cloud of the manager and of adopt: each of its calls
+// gives up after timeout (--cloud-api-timeout), on every cloud.
+func newCloud(name string, ep cloudEndpoints, timeout time.Duration, defaultSecret types.NamespacedName) (cloud.Cloud, error) {
+	hc := &http.Client{Timeout: timeout}
+	var c interface {
+		cloud.Cloud
+		Check() error
+	}
+	switch name {
+	case "cloudscale":
+		c = cscloud.New(cscloud.Options{BaseURL: ep.cloudscale, HTTPClient: hc, DefaultSecret: defaultSecret})
+	case "exoscale":
+		c = exocloud.New(exocloud.Options{APIEndpoint: ep.exoscale, HTTPClient: hc, DefaultSecret: defaultSecret})
+	default:
+		return nil, fmt.Errorf("--cloud %q: the clouds are: cloudscale, exoscale", name)
+	}
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }

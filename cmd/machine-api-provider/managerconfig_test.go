@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -31,40 +32,10 @@ import (
 // every kind of invalid value is refused with a message naming it while
 // the controllers keep the configuration they run with.
 func TestManagerConfigThroughTheDeployer(t *testing.T) {
-	cfg, c := testenv.Start(t)
-	ctx := context.Background()
-	const ns = "openshift-machine-api"
-	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	must(t, c.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: deployer.ImagesConfigMap, Namespace: ns},
-		Data:       map[string]string{deployer.ImagesKey: `{"machineAPIOperator": "mao:1", "kubeRBACProxy": "proxy:1"}`},
-	}))
-	mgr, err := deployer.NewManager(cfg, deployer.ManagerOptions{
-		Options:                deployer.Options{Namespace: ns, ProviderImage: "provider:1", CheckManagerArgs: checkManagerArgs, ClusterID: "config-test-x7k2p"},
-		MetricsBindAddress:     "0",
-		HealthProbeBindAddress: "0",
-		Log:                    log.Log,
-	})
-	must(t, err)
-	testenv.Run(t, mgr)
-	key := types.NamespacedName{Namespace: ns, Name: deployer.DeploymentName("")}
-
-	args := func() []string {
-		d := &appsv1.Deployment{}
-		if err := c.Get(ctx, key, d); err != nil {
-			return nil
-		}
-		for _, ct := range d.Spec.Template.Spec.Containers {
-			if ct.Name == deployer.MachineContainer {
-				return ct.Args
-			}
-		}
-		return nil
-	}
-	waitArgs := func(what string, ok func([]string) bool) {
-		t.Helper()
-		poll(t, what, func() (bool, string) { a := args(); return ok(a), fmt.Sprint(a) })
-	}
+	e := newDeployerEnv(t)
+	c, ns, key, ctx := e.c, e.ns, e.key, context.Background()
+	e.start(t, checkManagerArgs)
+	args, waitArgs := e.args, func(what string, ok func([]string) bool) { t.Helper(); e.waitArgs(t, what, ok) }
 	has := func(flags ...string) func([]string) bool {
 		return func(a []string) bool {
 			for _, f := range flags {
@@ -309,4 +280,63 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// deployerEnv is a real API server with what the deployer needs: its
+// namespace and the images ConfigMap.
+type deployerEnv struct {
+	cfg *rest.Config
+	c   client.Client
+	ns  string
+	// key is the controllers' Deployment's.
+	key types.NamespacedName
+}
+
+func newDeployerEnv(t *testing.T) *deployerEnv {
+	t.Helper()
+	cfg, c := testenv.Start(t)
+	e := &deployerEnv{cfg: cfg, c: c, ns: "openshift-machine-api"}
+	e.key = types.NamespacedName{Namespace: e.ns, Name: deployer.DeploymentName("")}
+	ctx := context.Background()
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}))
+	must(t, c.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: deployer.ImagesConfigMap, Namespace: e.ns},
+		Data:       map[string]string{deployer.ImagesKey: `{"machineAPIOperator": "mao:1", "kubeRBACProxy": "proxy:1"}`},
+	}))
+	return e
+}
+
+// start runs a deployer that checks the manager's flags with check, until
+// the returned stop or the test's end.
+func (e *deployerEnv) start(t *testing.T, check func([]string) error) (stop func()) {
+	t.Helper()
+	mgr, err := deployer.NewManager(e.cfg, deployer.ManagerOptions{
+		Options:                deployer.Options{Namespace: e.ns, ProviderImage: "provider:1", CheckManagerArgs: check, ClusterID: "config-test-x7k2p"},
+		MetricsBindAddress:     "0",
+		HealthProbeBindAddress: "0",
+		Log:                    log.Log,
+		AllowManyPerProcess:    true,
+	})
+	must(t, err)
+	return testenv.Run(t, mgr)
+}
+
+// args are the machine-controller's arguments, nil without the
+// Deployment.
+func (e *deployerEnv) args() []string {
+	d := &appsv1.Deployment{}
+	if err := e.c.Get(context.Background(), e.key, d); err != nil {
+		return nil
+	}
+	for _, ct := range d.Spec.Template.Spec.Containers {
+		if ct.Name == deployer.MachineContainer {
+			return ct.Args
+		}
+	}
+	return nil
+}
+
+func (e *deployerEnv) waitArgs(t *testing.T, what string, ok func([]string) bool) {
+	t.Helper()
+	poll(t, what, func() (bool, string) { a := e.args(); return ok(a), fmt.Sprint(a) })
 }

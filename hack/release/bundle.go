@@ -309,6 +309,21 @@ type hooks struct {
 	certSecrets map[string]string // secret -> the Deployment that mounts it
 }
 
+// bundleFailurePolicy is a webhook's failure policy in the bundle. OLM's
+// webhook definitions have no matchConditions (operator-framework/api
+// v0.38.0's WebhookDescription): a webhook whose conditions keep the
+// Machine API's own writes from waiting on it would, without them, be
+// called for every update, and failing closed it would hold those writes
+// while its pods are down. Such a webhook fails open in the bundle; the
+// actuator refuses what it would have.
+func bundleFailurePolicy(p *admissionv1.FailurePolicyType, conds []admissionv1.MatchCondition) *admissionv1.FailurePolicyType {
+	if len(conds) == 0 {
+		return p
+	}
+	ignore := admissionv1.Ignore
+	return &ignore
+}
+
 func webhookDefinitions(in *objects) (hooks, error) {
 	h := hooks{certSecrets: map[string]string{}}
 	type webhook struct {
@@ -325,7 +340,7 @@ func webhookDefinitions(in *objects) (hooks, error) {
 		}
 		for _, w := range c.Webhooks {
 			all = append(all, webhook{name: w.Name, clientConfig: w.ClientConfig, nsSelector: w.NamespaceSelector, d: v1alpha1.WebhookDescription{
-				GenerateName: w.Name, Type: v1alpha1.MutatingAdmissionWebhook, Rules: w.Rules, FailurePolicy: w.FailurePolicy,
+				GenerateName: w.Name, Type: v1alpha1.MutatingAdmissionWebhook, Rules: w.Rules, FailurePolicy: bundleFailurePolicy(w.FailurePolicy, w.MatchConditions),
 				MatchPolicy: w.MatchPolicy, ObjectSelector: w.ObjectSelector, SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds,
 				AdmissionReviewVersions: w.AdmissionReviewVersions, ReinvocationPolicy: w.ReinvocationPolicy,
 			}})
@@ -338,7 +353,7 @@ func webhookDefinitions(in *objects) (hooks, error) {
 		}
 		for _, w := range c.Webhooks {
 			all = append(all, webhook{name: w.Name, clientConfig: w.ClientConfig, nsSelector: w.NamespaceSelector, d: v1alpha1.WebhookDescription{
-				GenerateName: w.Name, Type: v1alpha1.ValidatingAdmissionWebhook, Rules: w.Rules, FailurePolicy: w.FailurePolicy,
+				GenerateName: w.Name, Type: v1alpha1.ValidatingAdmissionWebhook, Rules: w.Rules, FailurePolicy: bundleFailurePolicy(w.FailurePolicy, w.MatchConditions),
 				MatchPolicy: w.MatchPolicy, ObjectSelector: w.ObjectSelector, SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds,
 				AdmissionReviewVersions: w.AdmissionReviewVersions,
 			}})

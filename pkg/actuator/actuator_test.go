@@ -353,7 +353,7 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.StartManager(t, manager.Options{Actuator: actuator.Options{CreateGrace: 8 * time.Second}})
+	e.StartManager(t, manager.Options{Cloud: cloudTimingOut(e, 7*time.Second), Actuator: actuator.Options{CreateGrace: 8 * time.Second}})
 	createMachine(t, e, "worker-a", spec(nil))
 	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
 	if n := h.Count(createPOST); n != 3 {

@@ -65,11 +65,11 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 		missing   *secretMissingError
 		sandbox   *userdata.SandboxError
 	)
-	zoneDown := false
-	if ze := cloud.ZoneOf(err); ze != "" && (errors.As(err, &retryable) || errors.As(err, &auth)) {
+	if ze := cloud.ZoneOf(err); ze != "" && errors.As(err, &retryable) && !errors.As(err, &auth) {
 		// One zone of the cloud fails, not the Machine: the event says
-		// which (and the Machine's condition, zoneUnavailable).
-		reason, zoneDown = "ZoneUnavailable", true
+		// which (and the Machine's condition, zoneUnavailable). Refused
+		// credentials are never a zone's: every zone checks the same key.
+		reason = "ZoneUnavailable"
 	}
 	switch {
 	case isNotOwned(err):
@@ -94,11 +94,7 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 		after := max(retryAuth, auth.RetryAfter)
 		a.backoff.failed(m.UID, a.now(), after)
 		msg := cloud.Truncate(fmt.Sprintf("%v; fix the credentials, retrying in %s", err, after.Round(time.Second)))
-		evReason := "CredentialsRefused"
-		if zoneDown {
-			evReason = reason
-		}
-		a.recorder.Event(m, corev1.EventTypeWarning, evReason, msg)
+		a.recorder.Event(m, corev1.EventTypeWarning, "CredentialsRefused", msg)
 		a.log.Info("cloud refused the credentials", "machine", machineKey(m), "reason", reason, "retryAfter", after, "error", msg)
 		return &machinecontroller.RequeueAfterError{RequeueAfter: after}
 	case errors.As(err, &perm):

@@ -113,3 +113,10 @@ func managerDiesMidCreate(t *testing.T, e *fixture.Env, name string, slow time.D
 	stop()
 	return opts, sent
 }
+
+// cloudTimingOut is the environment's cloud whose calls give up after
+// timeout: a test's create grace must be longer (manager.New refuses it
+// otherwise), and a short grace needs a short timeout.
+func cloudTimingOut(e *fixture.Env, timeout time.Duration) *cscloud.Cloud {
+	return cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "default-token", HTTPClient: &http.Client{Timeout: timeout}})
+}

@@ -113,7 +113,7 @@ func TestUnreadableIntentExpiresAfterTheGrace(t *testing.T) {
 	if err := e.Client.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	e.StartManager(t, manager.Options{Actuator: actuator.Options{CreateGrace: 5 * time.Second}})
+	e.StartManager(t, manager.Options{Cloud: cloudTimingOut(e, 4*time.Second), Actuator: actuator.Options{CreateGrace: 5 * time.Second}})
 	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
 	events := fixture.EventText(e.Events(t, "worker-a"))
 	if !strings.Contains(events, "CreateIntentUnreadable") {

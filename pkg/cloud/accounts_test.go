@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"testing"
+	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +24,7 @@ func (c *countingCloud) DefaultCredentialsSecret() types.NamespacedName {
 	return types.NamespacedName{}
 }
 func (c *countingCloud) DefaultRateLimit() RateLimit { return RateLimit{QPS: 1, Burst: 1} }
+func (c *countingCloud) CallTimeout() time.Duration  { return time.Second }
 func (c *countingCloud) NewClient(Credentials, *Gate) (Client, error) {
 	c.made++
 	return &listClient{}, nil

@@ -65,7 +65,8 @@ func callOnce(ctx context.Context, cloudName string, gate *Gate, op string, fn f
 		err = classify(ctx, ex, err)
 	}
 	if gate != nil {
-		gate.ObserveOp(op, err)
+		zone := ZoneOfContext(ctx)
+		gate.ObserveOpIn(op, zone, err)
 		var (
 			auth *AuthError
 			perm *PermissionError
@@ -76,7 +77,7 @@ func callOnce(ctx context.Context, cloudName string, gate *Gate, op string, fn f
 				auth.RetryAfter = time.Until(until)
 			}
 		case errors.As(err, &perm):
-			if until := gate.OpHeldUntil(op); !until.IsZero() {
+			if until := gate.OpHeldUntilIn(op, zone); !until.IsZero() {
 				perm.RetryAfter = time.Until(until)
 			}
 		}

@@ -47,9 +47,10 @@ type Answer struct {
 	// CredentialsSource says where the credentials came from, for auth
 	// errors (never what they are).
 	CredentialsSource string
-	// IdentityRefused is a 403 in which the cloud says that the key itself
-	// is invalid (a bad signature, an unknown key): an AuthError, as a 401.
-	// Any other 403 refuses this operation only.
+	// IdentityRefused is an answer in which the cloud says, in its own
+	// words, that the key itself is invalid (a bad signature, an unknown
+	// key or token): an AuthError, as a 401, whatever its status. Any
+	// other 403 refuses this operation only.
 	IdentityRefused bool
 	// Permission is what to grant for a 403 that refuses the operation, in
 	// the cloud's terms (short), and Grant says how.
@@ -62,14 +63,18 @@ type Answer struct {
 //   - 404: ErrNotFound;
 //   - 400, 409, 422: the request, made from the spec, was refused:
 //     InvalidConfigError (terminal);
-//   - 401, and a 403 the cloud says is about the key (IdentityRefused):
-//     AuthError (fix the secret);
+//   - 401, and any other 4xx but a 429 that the cloud says is about the
+//     key (IdentityRefused): AuthError (fix the secret); what the cloud
+//     says decides, not the status it chose for it;
 //   - any other 403: PermissionError (grant the permission);
 //   - 408, 429, 5xx: RetryableError, honouring Retry-After; a 429 was
 //     turned away before anything happened;
 //   - anything else: APIError.
 func Classify(a Answer) error {
+	identity := a.IdentityRefused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusTooManyRequests
 	switch s := a.Status; {
+	case s == http.StatusUnauthorized || identity:
+		return &AuthError{Cloud: a.Cloud, Op: a.Op, Status: s, Source: a.CredentialsSource, Detail: a.Message}
 	case s == http.StatusNotFound:
 		return fmt.Errorf("%s %s: HTTP 404 (%s): %w", a.Cloud, a.Op, orNoMessage(a.Message), ErrNotFound)
 	case s == http.StatusBadRequest || s == http.StatusConflict || s == http.StatusUnprocessableEntity:
@@ -78,8 +83,6 @@ func Classify(a Answer) error {
 			msg = fmt.Sprintf("%s %s: the request was refused without a reason (HTTP %d)", a.Cloud, a.Op, s)
 		}
 		return &InvalidConfigError{Field: a.Field, Message: msg}
-	case s == http.StatusUnauthorized || (s == http.StatusForbidden && a.IdentityRefused):
-		return &AuthError{Cloud: a.Cloud, Op: a.Op, Status: s, Source: a.CredentialsSource, Detail: a.Message}
 	case s == http.StatusForbidden:
 		return &PermissionError{Cloud: a.Cloud, Op: a.Op, Status: s, Source: a.CredentialsSource, Permission: a.Permission, Grant: a.Grant, Detail: a.Message}
 	case s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500:

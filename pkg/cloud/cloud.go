@@ -60,6 +60,11 @@ type Cloud interface {
 	// DefaultRateLimit is the cloud's safe default for calls per second and
 	// burst per account.
 	DefaultRateLimit() RateLimit
+	// CallTimeout is how long one API call may take before the client
+	// gives up on its answer: the timeout its calls actually use, always
+	// bounded. A create given up on may still make its server until then,
+	// so the actuator's create grace must be longer (manager.New checks).
+	CallTimeout() time.Duration
 }
 
 // Spec is a parsed, defaulted and valid provider spec.

@@ -100,6 +100,13 @@ type PermissionError struct {
 	Permission string
 	Grant      string
 	Detail     string
+	// Zone is the zone whose endpoint refused the operation, "" for the
+	// account's endpoint; AllowedIn are the zones that allowed the same
+	// operation to the same credentials lately (Gate.ObserveOpIn sets
+	// both): then the permission is there, and what refuses it is
+	// confined to Zone.
+	Zone      string
+	AllowedIn []string
 	// RetryAfter is how long the account's gate holds this operation back
 	// after this refusal (Call sets it).
 	RetryAfter time.Duration
@@ -107,7 +114,21 @@ type PermissionError struct {
 
 func (e *PermissionError) Error() string {
 	msg := fmt.Sprintf("%s %s: HTTP %d: the credentials from %s may not do this", e.Cloud, e.Op, e.Status, e.Source)
+	if e.Zone != "" {
+		msg += " in zone " + e.Zone
+	}
 	switch {
+	case len(e.AllowedIn) > 0:
+		// Granting what they have would not help: say where it is
+		// refused, and that elsewhere it is not.
+		zones := "zone "
+		if len(e.AllowedIn) > 1 {
+			zones = "zones "
+		}
+		msg += fmt.Sprintf(" (they may in %s%s: a rule of their role's or the organization's policy leaves zone %s out; allow %s there)",
+			zones, strings.Join(e.AllowedIn, ", "), e.Zone, orOperation(e.Permission))
+	case e.Grant != "" && e.Zone != "":
+		msg += ": grant them " + e.Grant + " in zone " + e.Zone
 	case e.Grant != "":
 		msg += ": grant them " + e.Grant
 	case e.Permission != "":
@@ -117,6 +138,13 @@ func (e *PermissionError) Error() string {
 		msg += " (" + e.Detail + ")"
 	}
 	return msg
+}
+
+func orOperation(permission string) string {
+	if permission == "" {
+		return "the operation"
+	}
+	return fmt.Sprintf("%q", permission)
 }
 
 // IsNotFound reports whether err says the thing is not there.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,7 +44,10 @@ const (
 // A refused permission (PermissionError: a 403 for one operation, the key
 // accepted) closes nothing for the others: it holds back that operation
 // alone, with the same growing backoff, so that a role lacking the right
-// to delete a group still creates and deletes servers.
+// to delete a group still creates and deletes servers. A refusal by one
+// zone's endpoint (the call's context names the zone: WithZone) holds that
+// operation in that zone only: a policy that leaves one zone out must not
+// stop the same operation in the zones it allows.
 type Gate struct {
 	cloud   string
 	limiter *rate.Limiter
@@ -56,8 +59,21 @@ type Gate struct {
 	// *AuthError for refused credentials.
 	cause       error
 	authBackoff time.Duration
-	// ops holds back operations the cloud refused to these credentials.
+	// ops holds back operations the cloud refused to these credentials,
+	// by opKey: the operation, and the zone when a zone refused it.
 	ops map[string]*opHold
+	// answered is when each operation last succeeded, by zone ("" for
+	// the account's endpoint): a refusal confined to one zone says which
+	// other zones allow the operation.
+	answered map[string]map[string]time.Time
+}
+
+// opKey is the key of an operation's hold: in one zone, or everywhere.
+func opKey(op, zone string) string {
+	if zone == "" {
+		return op
+	}
+	return op + "@" + zone
 }
 
 // opHold is one operation held back after a refused permission.
@@ -112,18 +128,19 @@ func (g *Gate) Admit(ctx context.Context) error {
 }
 
 // AdmitOp is Admit for one operation: at once with the PermissionError
-// while the cloud's refusal of that operation holds it back.
+// while the cloud's refusal of that operation holds it back (in the zone
+// the context names, WithZone, when a zone refused it).
 func (g *Gate) AdmitOp(ctx context.Context, op string) error {
-	if err := g.opHeld(op); err != nil {
+	if err := g.opHeld(opKey(op, ZoneOfContext(ctx))); err != nil {
 		return err
 	}
 	return g.Admit(ctx)
 }
 
-func (g *Gate) opHeld(op string) error {
+func (g *Gate) opHeld(key string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	h := g.ops[op]
+	h := g.ops[key]
 	now := g.now()
 	if h == nil || !now.Before(h.until) {
 		return nil
@@ -134,39 +151,83 @@ func (g *Gate) opHeld(op string) error {
 	return &p
 }
 
-// ObserveOp is Observe for one operation: a refused permission holds that
-// operation back for a growing backoff, a success lets it go again.
-func (g *Gate) ObserveOp(op string, err error) {
+// ObserveOp is Observe for one operation of the account's endpoint: a
+// refused permission holds that operation back for a growing backoff, a
+// success lets it go again.
+func (g *Gate) ObserveOp(op string, err error) { g.ObserveOpIn(op, "", err) }
+
+// ObserveOpIn is ObserveOp for a call to one zone's endpoint (zone "":
+// the account's): a refusal holds the operation back in that zone only. A
+// zone's refusal of an operation other zones allow says so
+// (PermissionError.Zone, AllowedIn): the role has the permission, and
+// what refuses it is confined to that zone.
+func (g *Gate) ObserveOpIn(op, zone string, err error) {
 	g.Observe(err)
 	var perm *PermissionError
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	key, now := opKey(op, zone), g.now()
 	switch {
 	case err == nil:
-		delete(g.ops, op)
+		delete(g.ops, key)
+		if g.answered == nil {
+			g.answered = map[string]map[string]time.Time{}
+		}
+		if g.answered[op] == nil {
+			g.answered[op] = map[string]time.Time{}
+		}
+		g.answered[op][zone] = now
 	case errors.As(err, &perm):
+		if zone != "" {
+			perm.Zone = zone
+			perm.AllowedIn = nil
+			for z, at := range g.answered[op] {
+				if z != "" && z != zone && now.Sub(at) < authBackoffMax {
+					perm.AllowedIn = append(perm.AllowedIn, z)
+				}
+			}
+			slices.Sort(perm.AllowedIn)
+		}
 		if g.ops == nil {
 			g.ops = map[string]*opHold{}
 		}
-		h := g.ops[op]
+		h := g.ops[key]
 		if h == nil {
 			h = &opHold{}
-			g.ops[op] = h
+			g.ops[key] = h
 		}
 		h.backoff = min(max(h.backoff*2, authBackoffMin), authBackoffMax)
-		h.until, h.cause = g.now().Add(h.backoff), perm
+		h.until, h.cause = now.Add(h.backoff), perm
 	}
 }
 
 // OpHeldUntil returns until when the operation is held back after a
-// refused permission (zero when it is not), for tests and callers.
-func (g *Gate) OpHeldUntil(op string) time.Time {
+// refused permission (zero when it is not), for tests and callers;
+// OpHeldUntilIn is the same for the operation in one zone.
+func (g *Gate) OpHeldUntil(op string) time.Time { return g.OpHeldUntilIn(op, "") }
+
+// OpHeldUntilIn: see OpHeldUntil.
+func (g *Gate) OpHeldUntilIn(op, zone string) time.Time {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if h := g.ops[op]; h != nil && g.now().Before(h.until) {
+	if h := g.ops[opKey(op, zone)]; h != nil && g.now().Before(h.until) {
 		return h.until
 	}
 	return time.Time{}
+}
+
+type zoneKey struct{}
+
+// WithZone marks the calls made with the context as calls to one zone's
+// endpoint: the gate holds a refused operation back in that zone only.
+func WithZone(ctx context.Context, zone string) context.Context {
+	return context.WithValue(ctx, zoneKey{}, zone)
+}
+
+// ZoneOfContext names the zone WithZone set, "" for none.
+func ZoneOfContext(ctx context.Context) string {
+	z, _ := ctx.Value(zoneKey{}).(string)
+	return z
 }
 
 type prepaidKey struct{}
@@ -244,10 +305,12 @@ func (g *Gate) Observe(err error) {
 	switch {
 	case err == nil:
 		g.authBackoff = 0
-	case errors.As(err, &auth) && !(auth.Status == http.StatusForbidden && ZoneOf(err) != ""):
-		// A refusal confined to one zone's endpoint (a policy that
-		// leaves a zone out) is that zone's: its Machines see it, the
-		// account's other zones go on (ZoneError).
+	case errors.As(err, &auth):
+		// The key itself refused (an unknown key, a bad signature) is
+		// the account's, whichever endpoint said so: every zone checks
+		// the same key, and a zone cannot be down for one key only. A
+		// policy that leaves a zone out refuses operations
+		// (PermissionError), not the key.
 		g.authBackoff = min(max(g.authBackoff*2, authBackoffMin), authBackoffMax)
 		g.close(now.Add(g.authBackoff), err)
 	case errors.As(err, &re) && errors.As(err, &api) && api.Status == 429:

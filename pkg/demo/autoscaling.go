@@ -11,11 +11,12 @@ package demo
 // MachineAutoscaler's bounds onto its MachineSet as the min/max
 // annotations the autoscaler reads.
 //
-// The pods share this machine's network: the operator listens on :8443
-// (webhooks) and 127.0.0.1:9191 (metrics), the autoscaler on :8085. Two
-// environments with autoscaling cannot run at once on one machine, nor
-// beside another user of those ports (`make matrix`'s machineset
-// controllers serve on :8443 too).
+// Each pod has a network of its own (the pod runner's, run as root): the
+// operator listens on :8443 (webhooks) and 127.0.0.1:9191 (metrics), the
+// autoscaler on :8085, and two environments with autoscaling run at once
+// on one machine, beside anything else that uses those ports. Run by
+// another user than root, the pods share this machine's network, and those
+// ports must be free.
 
 import (
 	"context"

@@ -36,8 +36,11 @@ package localcluster
 // projected service account tokens, emptyDirs) and /tmp. The binaries must
 // be static (CGO_ENABLED=0): the root has no libraries. The runner must be
 // root, or the process gets a user namespace to chroot in. The containers
-// share this machine's network, as hostNetwork pods would: their ports must
-// be free, and two pods that listen on the same port cannot run at once.
+// have a network of their own (pod_network.go: run as root, with the
+// capabilities to make network namespaces and veth pairs), so that pods
+// never collide on a port, with each other or with anything else on this
+// machine; run otherwise, they share this machine's network, as
+// hostNetwork pods would, and their ports must be free.
 //
 // Images says which local directory plays which image: a container's
 // binary is <dir><command[0]> (a command that is a name, not a path, is
@@ -65,6 +68,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -101,6 +105,11 @@ type PodOptions struct {
 	RestartBackoff time.Duration
 	// Log receives the runner's own lines: starts, exits, probe failures.
 	Log logr.Logger
+	// Reach are the addresses on this machine ("127.0.0.1:8282": an
+	// emulator) the pod's containers connect to, besides the API server,
+	// which they reach anyway. A pod with a network of its own
+	// (pod_network.go) reaches only these and the API server.
+	Reach []string
 }
 
 // Pod is a running pod.
@@ -113,6 +122,9 @@ type Pod struct {
 	fromAPI bool
 	api     apiServer
 	dir     string
+	// net is the pod's own network, nil when it shares this machine's
+	// (pod_network.go).
+	net *podNet
 
 	mu         sync.Mutex
 	containers []*container
@@ -231,6 +243,20 @@ func RunPod(ctx context.Context, admin *rest.Config, pod *corev1.Pod, o PodOptio
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
 	}
+	if !isolatedNetworks() {
+		o.Log.Info("the pod shares this machine's network: its ports must be free", "pod", pod.Name, "why", networksErr.Error())
+	} else {
+		reach := append([]string{net.JoinHostPort(api.host, api.port)}, o.Reach...)
+		if p.net, err = newPodNet(pod, reach, o.Log); err != nil {
+			return nil, err
+		}
+	}
+	started := false
+	defer func() {
+		if !started && p.net != nil {
+			p.net.close()
+		}
+	}()
 	files, err := p.volumeFiles(ctx)
 	if err != nil {
 		return nil, err
@@ -245,6 +271,7 @@ func RunPod(ctx context.Context, admin *rest.Config, pod *corev1.Pod, o PodOptio
 		}
 	}
 
+	started = true
 	runCtx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	p.startTime = metav1.Now()
@@ -359,7 +386,28 @@ func (p *Pod) Stop() {
 	wg.Wait()
 	p.cancel()
 	p.wg.Wait()
+	if p.net != nil {
+		p.net.close()
+	}
 	close(p.done)
+}
+
+// IP is the pod's IP: of its own network, or this machine's
+// (PodOptions.HostIP) when it shares it.
+func (p *Pod) IP() string {
+	if p.net != nil {
+		return p.net.ip.String()
+	}
+	return p.o.HostIP
+}
+
+// dialContext connects to addr as the pod's containers would: from inside
+// its network.
+func (p *Pod) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if p.net != nil {
+		return p.net.dial(ctx, addr)
+	}
+	return (&net.Dialer{}).DialContext(ctx, network, addr)
 }
 
 // notify tells the status writer that something changed.
@@ -459,7 +507,7 @@ func (p *Pod) podStatusLocked() corev1.PodStatus {
 		phase = corev1.PodRunning
 	}
 	ready := p.readyLocked()
-	ips := []corev1.PodIP{{IP: p.o.HostIP}}
+	ips := []corev1.PodIP{{IP: p.IP()}}
 	return corev1.PodStatus{
 		Phase: phase,
 		Conditions: []corev1.PodCondition{
@@ -470,7 +518,7 @@ func (p *Pod) podStatusLocked() corev1.PodStatus {
 			cond(corev1.PodScheduled, true),
 		},
 		HostIP: p.o.HostIP, HostIPs: []corev1.HostIP{{IP: p.o.HostIP}},
-		PodIP: p.o.HostIP, PodIPs: ips,
+		PodIP: p.IP(), PodIPs: ips,
 		StartTime:         &p.startTime,
 		ContainerStatuses: statuses,
 		QOSClass:          corev1.PodQOSBurstable,

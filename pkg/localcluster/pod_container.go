@@ -295,7 +295,11 @@ func (c *container) runOnce(ctx context.Context, restart bool) (time.Duration, b
 		c.restarts++
 		c.p.mu.Unlock()
 	}
-	if err := cmd.Start(); err != nil {
+	startCmd := cmd.Start
+	if c.p.net != nil {
+		startCmd = func() error { return c.p.net.do(cmd.Start) }
+	}
+	if err := startCmd(); err != nil {
 		c.recordExit(Exit{Code: 128, Reason: "StartError", Message: err.Error(), At: time.Now()})
 		return 0, false, true
 	}
@@ -514,7 +518,7 @@ func (c *container) probeOnce(ctx context.Context, pr *corev1.Probe, timeout tim
 		}
 		host := g.Host
 		if host == "" {
-			host = c.p.o.HostIP
+			host = c.p.IP()
 		}
 		scheme := strings.ToLower(string(g.Scheme))
 		if scheme == "" {
@@ -528,7 +532,8 @@ func (c *container) probeOnce(ctx context.Context, pr *corev1.Probe, timeout tim
 			req.Header.Add(h.Name, h.Value)
 		}
 		req.Header.Set("User-Agent", "kube-probe/1.34")
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true,
+			DialContext: c.p.dialContext}}
 		res, err := client.Do(req)
 		if err != nil {
 			return err
@@ -546,9 +551,9 @@ func (c *container) probeOnce(ctx context.Context, pr *corev1.Probe, timeout tim
 		}
 		host := pr.TCPSocket.Host
 		if host == "" {
-			host = c.p.o.HostIP
+			host = c.p.IP()
 		}
-		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		conn, err := c.p.dialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
 			return err
 		}

@@ -255,7 +255,9 @@ func (p *Pod) fieldValue(fieldPath string) (string, error) {
 		return p.pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return p.pod.Spec.ServiceAccountName, nil
-	case "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs":
+	case "status.podIP", "status.podIPs":
+		return p.IP(), nil
+	case "status.hostIP", "status.hostIPs":
 		return p.o.HostIP, nil
 	case "metadata.labels":
 		return formatMap(meta.Labels), nil

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/appuio/machine-api-provider/pkg/testenv"
@@ -49,20 +51,11 @@ func TestRunPod(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary and starts an API server")
 	}
-	bin := filepath.Join(t.TempDir(), "image")
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "podprobe"), "./testdata/podprobe")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/podprobe: %v\n%s", err, out)
-	}
-	cfg, _ := testenv.Start(t)
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	bin, cfg, cs := podprobeEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const ns = "pods"
 	for _, err := range []error{
-		create(ctx, cs.CoreV1().Namespaces().Create, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}),
-		create(ctx, cs.CoreV1().ServiceAccounts(ns).Create, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner"}}),
 		create(ctx, cs.CoreV1().Secrets(ns).Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, StringData: map[string]string{"a": "secret-a"}}),
 		create(ctx, cs.CoreV1().ConfigMaps(ns).Create, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"k": "v"}}),
 	} {
@@ -200,4 +193,106 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestPodsNeverCollideOnPorts: pods listen on the ports their manifests
+// fix, whatever else on this machine holds them: two pods that serve on the
+// same port run side by side, beside a process of this machine already
+// listening on it, each Ready, each reached at its own IP, each reaching
+// the API server.
+func TestPodsNeverCollideOnPorts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary and starts an API server")
+	}
+	if !isolatedNetworks() {
+		t.Skip("pods get a network of their own only when the runner is root")
+	}
+	bin, cfg, _ := podprobeEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const ns = "pods"
+	ip, err := HostIP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Something of this machine holds the port on every address.
+	taken, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	var pods []*Pod
+	for _, name := range []string{"one", "two"} {
+		pod := PodFromTemplate(ns, name, corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			ServiceAccountName: "runner",
+			Containers: []corev1.Container{{
+				Name: "server", Image: "podprobe:1", Command: []string{"/podprobe"}, Args: []string{"serve"},
+				Env:            []corev1.EnvVar{{Name: "PORT", Value: strconv.Itoa(port)}},
+				Ports:          []corev1.ContainerPort{{Name: "health", ContainerPort: int32(port)}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("health")}}, PeriodSeconds: 1},
+			}},
+		}})
+		p, err := RunPod(ctx, cfg, pod, PodOptions{Images: map[string]string{"podprobe:1": bin}, Dir: t.TempDir(), HostIP: ip, RestartBackoff: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Stop()
+		pods = append(pods, p)
+	}
+	for deadline := time.Now().Add(time.Minute); !pods[0].Ready() || !pods[1].Ready(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pods are not Ready:\none: %s\ntwo: %s", pods[0].Describe(), pods[1].Describe())
+		}
+	}
+	if pods[0].IP() == pods[1].IP() || pods[0].IP() == ip {
+		t.Errorf("pod IPs %s and %s (this machine's %s): want one of its own each", pods[0].IP(), pods[1].IP(), ip)
+	}
+	for _, p := range pods {
+		res, err := http.Get("http://" + net.JoinHostPort(p.IP(), strconv.Itoa(port)) + "/healthz")
+		if err != nil {
+			t.Fatalf("pod %s at %s: %v", p.Name, p.IP(), err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("pod %s at %s: HTTP %d", p.Name, p.IP(), res.StatusCode)
+		}
+		if s := p.Statuses()[0]; s.Restarts != 0 {
+			t.Errorf("pod %s: %d restarts:\n%s", p.Name, s.Restarts, p.Describe())
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(pods[0].dir, "server.log"))
+	if err != nil || !strings.Contains(string(log), "user system:serviceaccount:pods:runner") {
+		t.Errorf("the pod did not reach the API server (%v):\n%s", err, log)
+	}
+	ipOne := pods[0].IP()
+	pods[0].Stop()
+	if _, err := net.DialTimeout("tcp", net.JoinHostPort(ipOne, strconv.Itoa(port)), time.Second); err == nil {
+		t.Errorf("a stopped pod's port at %s still answers", ipOne)
+	}
+}
+
+// podprobeEnv builds testdata/podprobe into the directory that plays its
+// image, and starts an API server with the namespace "pods" and its
+// service account "runner".
+func podprobeEnv(t *testing.T) (bin string, cfg *rest.Config, cs kubernetes.Interface) {
+	t.Helper()
+	bin = filepath.Join(t.TempDir(), "image")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "podprobe"), "./testdata/podprobe")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building testdata/podprobe: %v\n%s", err, out)
+	}
+	cfg, _ = testenv.Start(t)
+	cs = kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	for _, err := range []error{
+		create(ctx, cs.CoreV1().Namespaces().Create, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pods"}}),
+		create(ctx, cs.CoreV1().ServiceAccounts("pods").Create, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner"}}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin, cfg, cs
 }

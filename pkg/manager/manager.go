@@ -122,6 +122,18 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.ClusterID == "" {
 		return nil, fmt.Errorf("no cluster ID: the provider acts for one cluster, the Infrastructure's infrastructureName")
 	}
+	// The grace is measured against the timeout the cloud's calls actually
+	// use, whoever built the cloud: a create given up on may still make its
+	// server until that timeout ends, and a grace no longer than it could
+	// send a second create.
+	grace := o.Actuator.CreateGrace
+	if grace <= 0 {
+		grace = actuator.DefaultCreateGrace
+	}
+	if timeout := o.Cloud.CallTimeout(); grace <= timeout {
+		return nil, fmt.Errorf("the create grace (%s, --create-grace) must be longer than the %s API call timeout (%s, --cloud-api-timeout): a create given up on can still make its server until the timeout ends",
+			grace, o.Cloud.Name(), timeout)
+	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 20
 	}

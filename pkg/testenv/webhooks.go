@@ -2,7 +2,14 @@ package testenv
 
 import (
 	"context"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	"github.com/appuio/machine-api-provider/pkg/webhooks"
@@ -49,9 +56,9 @@ func (w *Webhooks) opts() *envtest.WebhookInstallOptions {
 
 // Serve runs the provider's webhooks for c and the cluster clusterID
 // (webhooks.Serve, as the webhook Deployment does) on the port and
-// certificate the API server was given, until the test ends; a failure to
-// serve fails the test.
-func (w *Webhooks) Serve(t testing.TB, c cloud.Cloud, clusterID string) {
+// certificate the API server was given, until the test ends or stop is
+// called (as the Deployment scaled to 0); a failure to serve fails the test.
+func (w *Webhooks) Serve(t testing.TB, c cloud.Cloud, clusterID string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -61,10 +68,50 @@ func (w *Webhooks) Serve(t testing.TB, c cloud.Cloud, clusterID string) {
 			HealthProbeBindAddress: "0", MetricsBindAddress: "0",
 		})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("webhooks.Serve: %v", err)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-served; err != nil {
+				t.Errorf("webhooks.Serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// DocWebhooks are the webhook configurations of the YAML blocks of a
+// Markdown file (docs/webhook.md: the ones a cluster gets), to install
+// with WithWebhooks.
+func DocWebhooks(t testing.TB, file string) *Webhooks {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Webhooks{}
+	for _, block := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+		for _, doc := range strings.Split(block[1], "\n---\n") {
+			var tm metav1.TypeMeta
+			if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+				t.Fatalf("%s: %v in\n%s", file, err, doc)
+			}
+			switch tm.Kind {
+			case "MutatingWebhookConfiguration":
+				m := &admissionv1.MutatingWebhookConfiguration{}
+				if err := yaml.UnmarshalStrict([]byte(doc), m); err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				w.Mutating = append(w.Mutating, m)
+			case "ValidatingWebhookConfiguration":
+				v := &admissionv1.ValidatingWebhookConfiguration{}
+				if err := yaml.UnmarshalStrict([]byte(doc), v); err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				w.Validating = append(w.Validating, v)
+			}
 		}
-	})
+	}
+	return w
 }

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +25,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
@@ -45,40 +42,11 @@ const clusterID = "c1-x7k2p"
 // a cluster gets.
 func docManifests(t *testing.T) ([]*admissionregv1.MutatingWebhookConfiguration, []*admissionregv1.ValidatingWebhookConfiguration) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "webhook.md"))
-	if err != nil {
-		t.Fatal(err)
+	w := testenv.DocWebhooks(t, filepath.Join("..", "..", "docs", "webhook.md"))
+	if len(w.Mutating) != 1 || len(w.Validating) != 1 {
+		t.Fatalf("docs/webhook.md has %d mutating and %d validating webhook configurations, want one each", len(w.Mutating), len(w.Validating))
 	}
-	var (
-		mut []*admissionregv1.MutatingWebhookConfiguration
-		val []*admissionregv1.ValidatingWebhookConfiguration
-	)
-	for _, block := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
-		for _, doc := range strings.Split(block[1], "\n---\n") {
-			var tm metav1.TypeMeta
-			if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
-				t.Fatalf("docs/webhook.md: %v in\n%s", err, doc)
-			}
-			switch tm.Kind {
-			case "MutatingWebhookConfiguration":
-				m := &admissionregv1.MutatingWebhookConfiguration{}
-				if err := yaml.UnmarshalStrict([]byte(doc), m); err != nil {
-					t.Fatalf("docs/webhook.md: %v", err)
-				}
-				mut = append(mut, m)
-			case "ValidatingWebhookConfiguration":
-				v := &admissionregv1.ValidatingWebhookConfiguration{}
-				if err := yaml.UnmarshalStrict([]byte(doc), v); err != nil {
-					t.Fatalf("docs/webhook.md: %v", err)
-				}
-				val = append(val, v)
-			}
-		}
-	}
-	if len(mut) != 1 || len(val) != 1 {
-		t.Fatalf("docs/webhook.md has %d mutating and %d validating webhook configurations, want one each", len(mut), len(val))
-	}
-	return mut, val
+	return w.Mutating, w.Validating
 }
 
 // TestDocManifests checks the documented webhook configurations for what

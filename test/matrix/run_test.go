@@ -128,6 +128,8 @@ func (c *cell) runPod(name string, within time.Duration) (*localcluster.Pod, err
 	}
 	p, err := localcluster.RunPod(c.ctx, c.cluster.Config, pod, localcluster.PodOptions{
 		Images: c.images(), Dir: filepath.Join(c.dir, "pods"), HostIP: c.hostIP,
+		// the emulator, which the provider calls
+		Reach: []string{strings.TrimPrefix(c.emuURL, "http://")},
 	})
 	if err == nil {
 		c.pods = append(c.pods, p)
@@ -281,11 +283,11 @@ func (c *cell) runControllers() *localcluster.Pod {
 			if err := c.admin.List(c.ctx, &slices, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc}); err != nil {
 				return false, "", err
 			}
-			if !routes(slices.Items, c.hostIP) {
+			if !routes(slices.Items, c.podIPs()) {
 				missing = append(missing, svc)
 			}
 		}
-		return len(missing) == 0, fmt.Sprintf("no ready endpoint at %s: %v", c.hostIP, missing), nil
+		return len(missing) == 0, fmt.Sprintf("no ready endpoint at %v: %v", c.podIPs(), missing), nil
 	})
 	if err != nil {
 		c.res.fail(chkStart, "", err.Error())
@@ -311,16 +313,26 @@ func (c *cell) runControllers() *localcluster.Pod {
 	return pod
 }
 
-// routes reports whether slices have a ready endpoint at ip.
-func routes(slices []discoveryv1.EndpointSlice, ip string) bool {
-	for _, s := range slices {
+// routes reports whether slices have a ready endpoint at one of ips.
+func routes(eps []discoveryv1.EndpointSlice, ips []string) bool {
+	for _, s := range eps {
 		for _, e := range s.Endpoints {
-			if (e.Conditions.Ready == nil || *e.Conditions.Ready) && len(e.Addresses) > 0 && e.Addresses[0] == ip {
+			if (e.Conditions.Ready == nil || *e.Conditions.Ready) && len(e.Addresses) > 0 && slices.Contains(ips, e.Addresses[0]) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// podIPs are the IPs of the pods the cell runs (each has its own: the pod
+// runner's networks).
+func (c *cell) podIPs() []string {
+	var out []string
+	for _, p := range c.pods {
+		out = append(out, p.IP())
+	}
+	return out
 }
 
 func (c *cell) msName() string { return clusterID + "-worker-" + c.cloud }

@@ -35,11 +35,13 @@ func (c *Client) classify(ctx context.Context, op string, ex *cloud.Exchange, er
 	}
 	msgs = c.scrub(msgs, redact)
 	a := cloud.Answer{Cloud: displayName, Op: op, Status: status, RetryAfter: retryAfter, CredentialsSource: c.source}
+	// The API says so when it does not know the token (401 "Invalid
+	// token."): whatever the status, those words refuse the token itself.
+	a.IdentityRefused = identityRefused(msgs)
 	if status == http.StatusForbidden {
 		// A token is read-only or read/write: a 403 refuses this (write)
 		// operation to a read-only one, unless the API says the token
 		// itself is no good.
-		a.IdentityRefused = identityRefused(msgs)
 		a.Permission, a.Grant = TokenScope, tokenScopeGrant
 	}
 	switch status {

@@ -362,3 +362,29 @@ func TestSpecFieldOfVolumeTags(t *testing.T) {
 		t.Errorf("unknown fields map to %q", f)
 	}
 }
+
+// The API's words for a token it does not know ("Invalid token.") refuse
+// the token whatever status carries them (a proxy in between may change
+// it): an AuthError, never a spec error that would fail the Machine for
+// good, nor a refused permission.
+func TestRefusedTokenWhateverTheStatus(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(`{"detail": "Invalid token."}`))
+		}))
+		c := New(Options{BaseURL: srv.URL + "/", DefaultToken: "canary-unknown-token-4471"})
+		cl, err := c.NewClient(*c.DefaultCredentials(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cl.ListServers(context.Background(), sel("m"))
+		srv.Close()
+		if !errors.As(err, new(*cloud.AuthError)) || errors.As(err, new(*cloud.PermissionError)) {
+			t.Errorf("HTTP %d Invalid token.: %v (%T), want an AuthError", status, err, err)
+		}
+		mustNotContain(t, err, "canary-unknown-token-4471")
+	}
+}

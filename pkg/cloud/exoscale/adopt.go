@@ -67,7 +67,7 @@ func (c *Client) surveyZone(ctx context.Context, zone string, sgs []v3.SecurityG
 		return nil, err
 	}
 	var list []v3.ListInstancesResponseInstances
-	err = c.call(ctx, "instance.list", func(ctx context.Context) error {
+	err = c.zcall(ctx, zc, "instance.list", func(ctx context.Context) error {
 		resp, err := zc.ListInstances(ctx)
 		if err == nil {
 			list = resp.Instances
@@ -78,7 +78,7 @@ func (c *Client) surveyZone(ctx context.Context, zone string, sgs []v3.SecurityG
 		return nil, err
 	}
 	var pools []v3.InstancePool
-	err = c.call(ctx, "instancepool.list", func(ctx context.Context) error {
+	err = c.zcall(ctx, zc, "instancepool.list", func(ctx context.Context) error {
 		resp, err := zc.ListInstancePools(ctx)
 		if err == nil {
 			pools = resp.InstancePools
@@ -310,7 +310,7 @@ func (c *Client) Identify(ctx context.Context, m cloud.MachineRef, spec cloud.Sp
 	if err != nil {
 		return false, err
 	}
-	err = c.call(ctx, "instance.update", func(ctx context.Context) error {
+	err = c.zcall(ctx, zc, "instance.update", func(ctx context.Context) error {
 		_, err := zc.UpdateInstance(ctx, d.ID, v3.UpdateInstanceRequest{Labels: want})
 		return err
 	})
@@ -348,7 +348,7 @@ func (c *Client) EvictPoolMember(ctx context.Context, pool cloud.FoundPool, memb
 		return err
 	}
 	var p *v3.InstancePool
-	err = c.call(ctx, "instancepool.get", func(ctx context.Context) (err error) {
+	err = c.zcall(ctx, zc, "instancepool.get", func(ctx context.Context) (err error) {
 		p, err = zc.GetInstancePool(ctx, v3.UUID(pool.ID))
 		return err
 	})
@@ -380,12 +380,12 @@ func (c *Client) EvictPoolMember(ctx context.Context, pool cloud.FoundPool, memb
 	}
 	var op *v3.Operation
 	if len(live) == 1 {
-		err = c.call(ctx, "instancepool.delete", func(ctx context.Context) (err error) {
+		err = c.zcall(ctx, zc, "instancepool.delete", func(ctx context.Context) (err error) {
 			op, err = zc.DeleteInstancePool(ctx, p.ID)
 			return err
 		})
 	} else {
-		err = c.call(ctx, "instancepool.evict", func(ctx context.Context) (err error) {
+		err = c.zcall(ctx, zc, "instancepool.evict", func(ctx context.Context) (err error) {
 			op, err = zc.EvictInstancePoolMembers(ctx, p.ID, v3.EvictInstancePoolMembersRequest{Instances: []v3.UUID{v3.UUID(member)}})
 			return err
 		})
@@ -405,7 +405,7 @@ func (c *Client) awaitOperation(ctx context.Context, zc *v3.Client, op *v3.Opera
 		case <-time.After(poolPoll):
 		}
 		id := op.ID
-		err := c.call(ctx, "operation.get", func(ctx context.Context) (err error) {
+		err := c.zcall(ctx, zc, "operation.get", func(ctx context.Context) (err error) {
 			op, err = zc.GetOperation(ctx, id)
 			return err
 		})

@@ -45,7 +45,7 @@ func (c *Client) listGroupsForLookup(ctx context.Context) ([]v3.AntiAffinityGrou
 
 func (c *Client) listNetworks(zc *v3.Client) func(ctx context.Context) ([]v3.PrivateNetwork, error) {
 	return func(ctx context.Context) (out []v3.PrivateNetwork, err error) {
-		err = c.call(ctx, "privatenetwork.list", func(ctx context.Context) error {
+		err = c.zcall(ctx, zc, "privatenetwork.list", func(ctx context.Context) error {
 			resp, err := zc.ListPrivateNetworks(ctx)
 			if err == nil {
 				out = resp.PrivateNetworks
@@ -58,7 +58,7 @@ func (c *Client) listNetworks(zc *v3.Client) func(ctx context.Context) ([]v3.Pri
 
 func (c *Client) listDeployTargets(zc *v3.Client) func(ctx context.Context) ([]v3.DeployTarget, error) {
 	return func(ctx context.Context) (out []v3.DeployTarget, err error) {
-		err = c.call(ctx, "deploytarget.list", func(ctx context.Context) error {
+		err = c.zcall(ctx, zc, "deploytarget.list", func(ctx context.Context) error {
 			resp, err := zc.ListDeployTargets(ctx)
 			if err == nil {
 				out = resp.DeployTargets
@@ -71,7 +71,7 @@ func (c *Client) listDeployTargets(zc *v3.Client) func(ctx context.Context) ([]v
 
 func (c *Client) listTemplates(zc *v3.Client, vis v1beta1.TemplateVisibility) func(ctx context.Context) ([]v3.Template, error) {
 	return func(ctx context.Context) (out []v3.Template, err error) {
-		err = c.call(ctx, "template.list", func(ctx context.Context) error {
+		err = c.zcall(ctx, zc, "template.list", func(ctx context.Context) error {
 			resp, err := zc.ListTemplates(ctx, v3.ListTemplatesWithVisibility(v3.ListTemplatesVisibility(vis)))
 			if err == nil {
 				out = resp.Templates

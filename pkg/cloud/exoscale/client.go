@@ -92,6 +92,13 @@ func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Contex
 	})
 }
 
+// zcall is call for a call to the endpoint of zone client zc: the
+// account's gate holds an operation that zone refused back in that zone
+// only (cloud.WithZone).
+func (c *Client) zcall(ctx context.Context, zc *v3.Client, op string, fn func(ctx context.Context) error, reclassify ...func(error) error) error {
+	return c.call(cloud.WithZone(ctx, c.zones.zoneOfClient(zc)), op, fn, reclassify...)
+}
+
 // find looks items up in a catalog of the client (see cloud.Catalog).
 func find[T any](ctx context.Context, now time.Time, l *cloud.Catalog[T], fetch func(ctx context.Context) ([]T, error), match func(T) bool) ([]T, error) {
 	return l.Find(ctx, now, catalogTTL, fetch, match)

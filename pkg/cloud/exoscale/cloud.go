@@ -57,7 +57,8 @@ type Options struct {
 	// They are never used for a Machine that names one.
 	DefaultAPIKey, DefaultAPISecret string
 	// HTTPClient carries the API calls; default a client with a 30s
-	// timeout. Its Transport is wrapped, not replaced; it must not retry.
+	// timeout, which is also the timeout of a client without one
+	// (--cloud-api-timeout sets it). Its Transport is wrapped, not replaced; it must not retry.
 	HTTPClient *http.Client
 	// RateLimit overrides DefaultRateLimit.
 	RateLimit cloud.RateLimit
@@ -137,9 +138,18 @@ func New(opts Options) *Cloud {
 	}
 	wrapped := *hc
 	wrapped.Transport = &cloud.RecordingTransport{Base: hc.Transport}
+	if wrapped.Timeout <= 0 {
+		// Every call is bounded: a create whose answer never comes must
+		// end, and the create grace is measured against this.
+		wrapped.Timeout = defaultTimeout
+	}
 	c.httpClient = &wrapped
 	return c
 }
+
+// CallTimeout is the HTTP client's timeout, which bounds every call
+// (cloud.Cloud).
+func (c *Cloud) CallTimeout() time.Duration { return c.httpClient.Timeout }
 
 // Check reports a configuration the manager cannot start with: an unusable
 // endpoint or default credentials.

@@ -64,12 +64,14 @@ func permission(op string) (name, grant string) {
 }
 
 // identityPattern is what the API says when it refuses the key itself
-// rather than an operation to it: "Invalid request signature", an unknown
-// or malformed key, a missing or expired signature. A refusal by the role
+// rather than an operation to it: "Invalid request signature" (a wrong
+// secret; the real API's words), an unknown or malformed key, a missing or
+// expired signature. Whatever the status it comes with, it refuses the key
+// (cloud.Classify). A refusal by the role
 // ("Forbidden by role policy for compute") or the organization's policy
 // refuses the operation only.
 var (
-	identityPattern = regexp.MustCompile(`(?i)signature|api key|authorization header|expired|unknown key|credential`)
+	identityPattern = regexp.MustCompile(`(?i)signature|api key|authorization header|request has expired|unknown key|credential`)
 	policyPattern   = regexp.MustCompile(`(?i)polic`)
 )
 

@@ -38,9 +38,13 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 	}
 	started := c.now()
 	filter := selectorLabels(sel)
-	lists, failed := c.listEachZone(ctx, zones, filter)
+	lists, failed, keyErr := c.listEachZone(ctx, zones, filter)
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if keyErr != nil {
+		// The credentials are refused: no zone's list says anything.
+		return nil, keyErr
 	}
 	if len(lists) == 0 && len(failed) > 0 {
 		return nil, failed[0]
@@ -99,9 +103,10 @@ type zoneList struct {
 // once: the lists of the zones that answered, by zone, and the failures
 // of the others (zones.go: a zone that failed lately is not asked, one
 // that keeps the others waiting is given up on).
-func (c *Client) listEachZone(ctx context.Context, zones []string, filter map[string]string) (map[string][]v3.ListInstancesResponseInstances, []*cloud.ZoneError) {
+func (c *Client) listEachZone(ctx context.Context, zones []string, filter map[string]string) (map[string][]v3.ListInstancesResponseInstances, []*cloud.ZoneError, error) {
 	lists := map[string][]v3.ListInstancesResponseInstances{}
 	var failed []*cloud.ZoneError
+	var keyErr error
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make(chan zoneList, len(zones))
@@ -129,6 +134,11 @@ func (c *Client) listEachZone(ctx context.Context, zones []string, filter map[st
 				lists[r.zone] = r.items
 			case ctx.Err() != nil:
 				// The caller gave up: no zone's fault.
+			case refusedKey(r.err):
+				// The key refused is no zone's failure: no zone is
+				// left out for it (the account's gate holds every
+				// call back meanwhile), and the list fails with it.
+				keyErr = r.err
 			default:
 				err := r.err
 				if cut {
@@ -147,7 +157,14 @@ func (c *Client) listEachZone(ctx context.Context, zones []string, filter map[st
 		}
 	}
 	slices.SortFunc(failed, func(a, b *cloud.ZoneError) int { return strings.Compare(a.Zone, b.Zone) })
-	return lists, failed
+	return lists, failed, keyErr
+}
+
+// refusedKey reports a refusal of the key itself (an unknown key, a bad
+// signature): the account's failure, not a zone's.
+func refusedKey(err error) bool {
+	var auth *cloud.AuthError
+	return errors.As(err, &auth)
 }
 
 // listZone lists the instances labelled with filter in one zone.
@@ -157,7 +174,7 @@ func (c *Client) listZone(ctx context.Context, zone string, filter map[string]st
 		return nil, &cloud.ZoneError{Zone: zone, Err: err}
 	}
 	var list []v3.ListInstancesResponseInstances
-	err = c.call(ctx, "instance.list", func(ctx context.Context) error {
+	err = c.zcall(ctx, zc, "instance.list", func(ctx context.Context) error {
 		resp, err := zc.ListInstances(ctx, v3.ListInstancesWithLabels(labelFilter(filter)))
 		if err == nil {
 			list = resp.Instances
@@ -168,10 +185,13 @@ func (c *Client) listZone(ctx context.Context, zone string, filter map[string]st
 }
 
 // inZone marks the failures of a call to a zone's endpoint as that zone's
-// (cloud.ZoneError), before the account's gate sees them.
+// (cloud.ZoneError), before the account's gate sees them; but not a refusal
+// of the key itself (cloud.AuthError): every zone checks the same key, so
+// that is the account's, never a zone's outage.
 func inZone(zone string) func(error) error {
 	return func(err error) error {
-		if err == nil || cloud.ZoneOf(err) != "" {
+		var auth *cloud.AuthError
+		if err == nil || cloud.ZoneOf(err) != "" || errors.As(err, &auth) {
 			return err
 		}
 		return &cloud.ZoneError{Zone: zone, Err: err}
@@ -261,7 +281,7 @@ func (c *Client) getInstance(ctx context.Context, zone, id string) (*instance, e
 		return nil, &cloud.ZoneError{Zone: zone, Err: err}
 	}
 	var inst *v3.Instance
-	err = c.call(ctx, "instance.get", func(ctx context.Context) (err error) {
+	err = c.zcall(ctx, zc, "instance.get", func(ctx context.Context) (err error) {
 		inst, err = zc.GetInstance(ctx, v3.UUID(id))
 		return err
 	}, inZone(zone))
@@ -382,7 +402,7 @@ func createRequest(m cloud.MachineRef, p *v1beta1.ExoscaleMachineProviderSpec, r
 // the request and the operation's reference.
 func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineProviderSpec, r *resolved, req v3.CreateInstanceRequest, reclassify ...func(error) error) (*cloud.Server, error) {
 	var op *v3.Operation
-	err := c.call(ctx, "instance.create", func(ctx context.Context) (err error) {
+	err := c.zcall(ctx, r.zone, "instance.create", func(ctx context.Context) (err error) {
 		op, err = r.zone.CreateInstance(ctx, req)
 		return err
 	}, append(reclassify, inZone(p.Zone))...)
@@ -468,7 +488,7 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 		return err
 	}
 	var op *v3.Operation
-	err = c.call(ctx, "instance.delete", func(ctx context.Context) (err error) {
+	err = c.zcall(ctx, zc, "instance.delete", func(ctx context.Context) (err error) {
 		op, err = zc.DeleteInstance(ctx, v3.UUID(s.ID))
 		return err
 	}, inZone(d.Zone))

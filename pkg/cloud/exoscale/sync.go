@@ -174,7 +174,7 @@ func (c *Client) syncLabels(ctx context.Context, m cloud.MachineRef, p *v1beta1.
 	if err != nil {
 		return err
 	}
-	err = c.call(ctx, "instance.update", func(ctx context.Context) error {
+	err = c.zcall(ctx, zc, "instance.update", func(ctx context.Context) error {
 		_, err := zc.UpdateInstance(ctx, d.ID, v3.UpdateInstanceRequest{Labels: want})
 		return err
 	})
@@ -231,7 +231,7 @@ func (c *Client) attachNetworks(ctx context.Context, zc *v3.Client, d *instance,
 		if n.IP != "" {
 			req.IP = net.ParseIP(n.IP)
 		}
-		err := c.call(ctx, "privatenetwork.attach", func(ctx context.Context) error {
+		err := c.zcall(ctx, zc, "privatenetwork.attach", func(ctx context.Context) error {
 			_, err := zc.AttachInstanceToPrivateNetwork(ctx, n.ID, req)
 			return err
 		}, alreadyDone)
@@ -323,7 +323,7 @@ func (c *Client) learnPrivateIPs(ctx context.Context, d *instance) error {
 			return err
 		}
 		var pn *v3.PrivateNetwork
-		err = c.call(ctx, "privatenetwork.get", func(ctx context.Context) (err error) {
+		err = c.zcall(ctx, zc, "privatenetwork.get", func(ctx context.Context) (err error) {
 			pn, err = zc.GetPrivateNetwork(ctx, n.ID)
 			return err
 		})

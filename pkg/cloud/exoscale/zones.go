@@ -100,6 +100,8 @@ type zoneDown struct {
 type zoneRouting struct {
 	mu      sync.Mutex
 	clients map[string]*v3.Client
+	// clientZone is the zone of each client of clients.
+	clientZone map[*v3.Client]string
 	// used are the zones the client created, found or was asked about
 	// instances in.
 	used *zoneSet
@@ -113,6 +115,7 @@ type zoneRouting struct {
 
 func (r *zoneRouting) init() {
 	r.clients = map[string]*v3.Client{}
+	r.clientZone = map[*v3.Client]string{}
 	r.used = newZoneSet()
 	r.instance = map[string]string{}
 	r.swept = map[string]time.Time{}
@@ -244,9 +247,21 @@ func (c *Client) zoneClient(ctx context.Context, zone string) (*v3.Client, error
 	}
 	cl = c.base.WithEndpoint(v3.Endpoint(ep))
 	c.zones.mu.Lock()
-	c.zones.clients[zone] = cl
+	if have := c.zones.clients[zone]; have != nil {
+		cl = have // another call made it meanwhile
+	} else {
+		c.zones.clients[zone] = cl
+		c.zones.clientZone[cl] = zone
+	}
 	c.zones.mu.Unlock()
 	return cl, nil
+}
+
+// zoneOfClient names the zone of a client zoneClient returned.
+func (r *zoneRouting) zoneOfClient(cl *v3.Client) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.clientZone[cl]
 }
 
 // listZones says which zones a list of a cluster's servers covers (see

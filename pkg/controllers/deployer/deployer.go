@@ -186,6 +186,9 @@ type Reconciler struct {
 	// managerConfigReader reads ManagerConfigMap (a cache of its own once
 	// set up with a manager).
 	managerConfigReader client.Reader
+	// stopReader reads StopConfigMap (stop.go; a cache of its own once
+	// set up with a manager).
+	stopReader client.Reader
 }
 
 // New returns a Reconciler that reads the watched objects with c (a cached
@@ -203,7 +206,7 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 	if reader == nil {
 		reader = c
 	}
-	return &Reconciler{client: c, reader: reader, recorder: recorder, opts: opts, egress: c, managerConfigReader: c}, nil
+	return &Reconciler{client: c, reader: reader, recorder: recorder, opts: opts, egress: c, managerConfigReader: c, stopReader: c}, nil
 }
 
 // +kubebuilder:rbac:groups="",namespace=openshift-machine-api,resources=configmaps,verbs=get;list;watch;create;patch
@@ -288,6 +291,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if infraServed {
 		b = b.WatchesRawSource(source.Kind[client.Object](egress, &configv1.Infrastructure{}, toKey))
+	}
+	if b, err = r.watchStop(mgr, b, toKey); err != nil {
+		return err
 	}
 	return b.Complete(r)
 }
@@ -385,6 +391,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if valid {
 		configCond.Status = metav1.ConditionTrue
 	}
+	current, err := r.currentDeployment(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	stopped, stopCond, err := r.stopState(ctx, current)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	spec.Stopped, spec.StopSwitch = stopped, stopCond.Reason == ReasonStopSwitch
 	d := Deployment(spec)
 	if err := r.apply(ctx, d); err != nil {
 		if rerr := r.reportOnly(ctx, false, ReasonApplyFailed, fmt.Sprintf("applying Deployment %s/%s: %v", ns, d.Name, err)); rerr != nil {
@@ -395,7 +410,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	_, err = r.report(ctx, true, ReasonApplied, fmt.Sprintf(
 		"Deployment %s/%s applied for OpenShift %s (%s): machine-api-operator %s, kube-rbac-proxy %s, provider %s; %s; %s",
 		ns, d.Name, release, release.Describe(), images.MachineAPIOperator, images.KubeRBACProxy, r.opts.ProviderImage,
-		proxy.describe(), describeTrustedCA(caHash)), releaseCond, configCond)
+		proxy.describe(), describeTrustedCA(caHash)), releaseCond, configCond, stopCond)
 	return ctrl.Result{}, err
 }
 

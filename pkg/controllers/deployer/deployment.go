@@ -99,6 +99,10 @@ type Spec struct {
 	// ClusterID is the cluster's identity, the manager's --cluster-id
 	// (clusterid.go).
 	ClusterID string
+	// Stopped runs the controllers with 0 replicas (stop.go); StopSwitch
+	// says that StopConfigMap stops them (the Deployment is annotated
+	// StoppedAnnotation), not a scale to 0.
+	Stopped, StopSwitch bool
 }
 
 // DefaultCloud is the cloud of a Spec or Options without one: the
@@ -267,6 +271,13 @@ func Deployment(s Spec) *appsv1.Deployment {
 		raw, _ := json.Marshal(s.ManagerConfig) // a map of strings always marshals
 		deploymentAnnotations[ManagerConfigAnnotation] = string(raw)
 	}
+	replicas := int32(1)
+	if s.Stopped {
+		replicas = 0
+	}
+	if s.StopSwitch {
+		deploymentAnnotations[StoppedAnnotation] = StopConfigMap
+	}
 	return &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -276,7 +287,7 @@ func Deployment(s Spec) *appsv1.Deployment {
 			Annotations: deploymentAnnotations,
 		},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
+			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{

@@ -20,8 +20,10 @@ package deployer
 // condition ManagerConfigValid=False and a Warning event naming the key, on
 // the ConfigMap and on the status ConfigMap; the controllers keep the
 // configuration they run with, which the Deployment records in the
-// annotation ManagerConfigAnnotation. Deleting the ConfigMap (or a key)
-// returns the manager to its defaults.
+// annotation ManagerConfigAnnotation, as long as that passes the same
+// checks: after an upgrade that dropped or changed a flag it may not, and
+// then the manager runs with its defaults, which the condition says.
+// Deleting the ConfigMap (or a key) returns the manager to its defaults.
 
 import (
 	"context"
@@ -154,6 +156,23 @@ func appliedManagerConfig(annotations map[string]string) ManagerConfig {
 	return c
 }
 
+// checkKept checks flags a Deployment ran with, as parseManagerConfig
+// checks a ConfigMap's, against this release's manager: nil when they
+// pass (or there are none).
+func checkKept(kept ManagerConfig, base []string, check func([]string) error) error {
+	if len(kept) == 0 {
+		return nil
+	}
+	if check == nil {
+		return fmt.Errorf("this deployer cannot check the manager's flags (no CheckManagerArgs)")
+	}
+	if err := check(append(slices.Clone(base), kept.Args()...)); err != nil {
+		// by the keys alone, as parseManagerConfig
+		return fmt.Errorf("the manager would refuse --%s: %w", strings.Join(slices.Sorted(maps.Keys(kept)), ", --"), err)
+	}
+	return nil
+}
+
 // managerConfig returns the manager's flags to apply and the
 // ManagerConfigValid condition: the ConfigMap's when they pass, otherwise
 // those the Deployment runs with. It emits a Warning event on the
@@ -184,11 +203,25 @@ func (r *Reconciler) managerConfig(ctx context.Context, base []string) (ManagerC
 	case !apierrors.IsNotFound(err):
 		return nil, false, "", "", err
 	}
-	msg := fmt.Sprintf("ConfigMap %s/%s refused: %v; the manager keeps running with %s", ns, ManagerConfigMap, perr, kept)
+	refused := fmt.Sprintf("ConfigMap %s/%s refused: %v", ns, ManagerConfigMap, perr)
+	msg := fmt.Sprintf("%s; the manager keeps running with %s", refused, kept)
+	_, conds, serr := readStatus(ctx, r.reader, ns)
+	prev := meta.FindStatusCondition(conds, ConditionManagerConfigValid)
+	fellBack := refused + "; the flags the manager ran with"
+	switch kerr := checkKept(kept, base, r.opts.CheckManagerArgs); {
+	case kerr != nil:
+		// What ran before is checked as a new ConfigMap is: a release
+		// that dropped or changed a flag would not start with it.
+		msg = fmt.Sprintf("%s (%s) no longer pass either (%v): the manager runs with its defaults", fellBack, kept, kerr)
+		kept = nil
+	case len(kept) == 0 && prev != nil && strings.HasPrefix(prev.Message, fellBack):
+		// The defaults it fell back to for this refusal: the condition
+		// goes on saying why.
+		msg = prev.Message
+	}
 	// once per refusal, where the admin looks: on the ConfigMap itself
 	// (the status ConfigMap gets its own event with the condition)
-	if _, conds, err := readStatus(ctx, r.reader, ns); err != nil || meta.FindStatusCondition(conds, ConditionManagerConfigValid) == nil ||
-		meta.FindStatusCondition(conds, ConditionManagerConfigValid).Message != msg {
+	if serr != nil || prev == nil || prev.Message != msg {
 		r.recorder.Event(cm, corev1.EventTypeWarning, ReasonConfigInvalid, msg)
 	}
 	return kept, false, ReasonConfigInvalid, msg, nil

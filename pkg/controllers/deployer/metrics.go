@@ -13,7 +13,7 @@ import (
 // not being deployed reads condition="Deployed".
 var conditions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "machine_api_provider_deployer_condition",
-	Help: "The deployer's conditions (Deployed, ReleaseKnown, ManagerConfigValid): 1 when True, 0 when False, by controller, condition and reason.",
+	Help: "The deployer's conditions (Deployed, ReleaseKnown, ManagerConfigValid, Stopped): 1 when True, 0 when False, by controller, condition and reason.",
 }, []string{"controller", "condition", "reason"})
 
 func init() {
