@@ -80,7 +80,7 @@ func TestEveryCloudCallHonoursTheTimeout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{Cloud: slow, Actuator: actuator.Options{CreateGrace: 2 * time.Minute}})
+			_, err = manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{Cloud: slow, ClusterID: "timeout-test-x7k2p", Actuator: actuator.Options{CreateGrace: 2 * time.Minute}})
 			if err == nil || !strings.Contains(err.Error(), "create grace") || !strings.Contains(err.Error(), "3m0s") {
 				t.Errorf("a create grace of 2m with calls that time out after 3m: %v, want a refusal naming both", err)
 			}

@@ -130,7 +130,7 @@ func playKubelet(t *testing.T, e *fixture.Env, key types.NamespacedName) *kubele
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	start := func() (func(), error) {
-		mgr, err := manager.New(e.Config, manager.Options{Cloud: e.Cloud("default-token"), Namespace: fixture.Namespace,
+		mgr, err := manager.New(e.Config, manager.Options{Cloud: e.Cloud("default-token"), ClusterID: fixture.ClusterID, Namespace: fixture.Namespace,
 			MetricsBindAddress: "0", HealthProbeBindAddress: "0", Log: e.Logs.Logger(), AllowManyPerProcess: true})
 		if err != nil {
 			return nil, err
