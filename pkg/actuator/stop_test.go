@@ -41,7 +41,7 @@ func TestStopLookStartLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	dep, err := deployer.NewManager(e.Config, deployer.ManagerOptions{
-		Options:            deployer.Options{Namespace: ns, ProviderImage: "provider:1"},
+		Options:            deployer.Options{Namespace: ns, ProviderImage: "provider:1", ClusterID: fixture.ClusterID},
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", AllowManyPerProcess: true, Log: e.Logs.Logger(),
 	})
 	if err != nil {
