@@ -164,10 +164,11 @@ func configServed(mgr ctrl.Manager, kind string) (bool, error) {
 }
 
 // newEgressCache builds the egressCache for namespace ns, with the Proxy
-// when withProxy and the ClusterVersion when withVersion (both cluster-wide
-// and granted by name, so cached here for the same reason), and adds it to
+// when withProxy, the ClusterVersion when withVersion and the APIServer
+// (unstructured, tlsprofile.go) when withAPIServer (all cluster-wide and
+// granted by name, so cached here for the same reason), and adds it to
 // mgr.
-func newEgressCache(mgr ctrl.Manager, ns string, withProxy, withVersion bool) (cache.Cache, error) {
+func newEgressCache(mgr ctrl.Manager, ns string, withProxy, withVersion, withAPIServer bool) (cache.Cache, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -183,6 +184,9 @@ func newEgressCache(mgr ctrl.Manager, ns string, withProxy, withVersion bool) (c
 	}
 	if withVersion {
 		byObject[&configv1.ClusterVersion{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", ClusterVersionName)}
+	}
+	if withAPIServer {
+		byObject[apiServerObject()] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", APIServerName)}
 	}
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient:        mgr.GetHTTPClient(),
