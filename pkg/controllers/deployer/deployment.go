@@ -487,9 +487,9 @@ func proxyContainer(s Spec, portName string, port int32, upstream string) corev1
 	}
 	args = append(args, "--logtostderr=true", "--v=3")
 	return corev1.Container{
-		Name:  ProxyContainerPrefix + portName,
-		Image: s.Images.KubeRBACProxy,
-		Args:  args,
+		Name:                     ProxyContainerPrefix + portName,
+		Image:                    s.Images.KubeRBACProxy,
+		Args:                     args,
 		Ports:                    []corev1.ContainerPort{{Name: portName, ContainerPort: port}},
 		Resources:                requests(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,

@@ -400,3 +400,54 @@ func (r Release) Describe() string {
 	}
 	return d
 }
+
+// Permission is one kind of request made for a release: by its
+// machine-api-operator controllers (ControllerPermissions) or by the
+// deployer rendering for it (DeployerPermissions). config/rbac grants the
+// union over Releases (test/manifests checks it).
+type Permission struct {
+	Group, Resource, Verb string
+	// Name is the one object the request names ("" for any).
+	Name string
+	// Why says who makes it.
+	Why string
+}
+
+// ControllerPermissions are the requests of r's machineset, nodelink and
+// machine-healthcheck controllers that differ between releases (the rest
+// they have in common is config/rbac's, with its README's reasons).
+func (r Release) ControllerPermissions() []Permission {
+	events := "core v1 Events of the machineset and machine-healthcheck controllers (record.EventRecorder)"
+	if r.EventsGroup != "" {
+		events = "events.k8s.io/v1 Events of the machineset and machine-healthcheck controllers (controller-runtime 0.23's events.EventRecorder; patch for a series)"
+	}
+	ps := []Permission{
+		{Group: "machine.openshift.io", Resource: "machines/status", Verb: r.StatusWrite, Why: "nodelink-controller: a Machine's nodeRef"},
+		{Group: "machine.openshift.io", Resource: "machinesets/status", Verb: r.StatusWrite, Why: "machineset-controller: a MachineSet's replicas"},
+		{Group: r.EventsGroup, Resource: "events", Verb: "create", Why: events},
+		{Group: r.EventsGroup, Resource: "events", Verb: "patch", Why: events},
+	}
+	if r.TLSFlags {
+		// Without --tls-min-version and --tls-cipher-suites
+		// (pkg/tls/tls.go on release-4.22: two gets, errors only
+		// logged). The deployer renders both, but during an upgrade to
+		// r it renders the older release's arguments, which have none
+		// (clusterversion.go), for binaries that may be r's.
+		ps = append(ps, Permission{Group: "config.openshift.io", Resource: "apiservers", Verb: "get", Name: APIServerName,
+			Why: "machineset-controller started without the TLS flags (during an upgrade to " + r.String() + ") reads the TLS profile itself"})
+	}
+	return ps
+}
+
+// DeployerPermissions are the requests the deployer makes to render r that
+// not every release needs.
+func (r Release) DeployerPermissions() []Permission {
+	if !r.TLSFlags {
+		return nil
+	}
+	why := "the deployer renders the TLS flags from the APIServer's TLS profile and re-renders when it changes (tlsprofile.go; cached, limited by name)"
+	return []Permission{
+		{Group: "config.openshift.io", Resource: "apiservers", Verb: "list", Name: APIServerName, Why: why},
+		{Group: "config.openshift.io", Resource: "apiservers", Verb: "watch", Name: APIServerName, Why: why},
+	}
+}
