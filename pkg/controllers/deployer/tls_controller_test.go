@@ -74,7 +74,9 @@ func TestTLSFlagsFollowTheAPIServer(t *testing.T) {
 	// StrictAllComponents: the profile counts; the pods roll with it
 	strict := []string{"--tls-min-version=VersionTLS13"}
 	setAPIServer(t, cc, &configv1.TLSSecurityProfile{Type: configv1.TLSProfileModernType, Modern: &configv1.ModernTLSProfile{}}, deployer.TLSAdherenceStrict)
-	d = e.waitDeployment(func(d *appsv1.Deployment) bool { return slices.Equal(tlsArgsOf(d, deployer.MachineSetContainer), strict) })
+	d = e.waitDeployment(func(d *appsv1.Deployment) bool {
+		return slices.Equal(tlsArgsOf(d, deployer.MachineSetContainer), strict)
+	})
 	e.checkTLS(d, strict)
 
 	// a Custom profile without its settings cannot be rendered: said so,
@@ -94,7 +96,9 @@ func TestTLSFlagsFollowTheAPIServer(t *testing.T) {
 		TLSProfileSpec: configv1.TLSProfileSpec{Ciphers: []string{"ECDHE-RSA-AES128-GCM-SHA256"}, MinTLSVersion: configv1.VersionTLS12},
 	}}, deployer.TLSAdherenceStrict)
 	custom := []string{"--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "--tls-min-version=VersionTLS12"}
-	d = e.waitDeployment(func(d *appsv1.Deployment) bool { return slices.Equal(tlsArgsOf(d, deployer.MachineSetContainer), custom) })
+	d = e.waitDeployment(func(d *appsv1.Deployment) bool {
+		return slices.Equal(tlsArgsOf(d, deployer.MachineSetContainer), custom)
+	})
 	e.checkTLS(d, custom)
 	e.waitCondition(metav1.ConditionTrue, deployer.ReasonApplied)
 }
