@@ -98,7 +98,8 @@ type AutoscalerScale string
 
 const (
 	// ScaleUpdate: Get of the scale subresource, then Update of the whole
-	// Scale; replicas is an int32 that is always sent (4.14 to 4.19).
+	// Scale (4.14 to 4.19): an update replaces it, so a replicas left out
+	// (autoscalingv1's omitempty int32, at 0) is 0.
 	ScaleUpdate AutoscalerScale = "update"
 	// ScaleMergePatch: a merge patch of the scale subresource marshalled
 	// from a Scale of its own whose replicas is a pointer, so 0 is sent
@@ -117,7 +118,7 @@ const (
 func (a AutoscalerScale) Describe() string {
 	switch a {
 	case ScaleUpdate:
-		return "`-tags clusterapi`: gets the scale subresource and updates it whole; `replicas: 0` is sent"
+		return "`-tags clusterapi`: gets the scale subresource and updates it whole; an update's `replicas` is 0 when left out"
 	case ScaleMergePatch:
 		return "`-tags clusterapi`: merge patch of the scale subresource with a pointer `replicas`; 0 is sent"
 	case ScaleOpenShiftProvider:
