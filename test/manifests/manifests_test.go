@@ -648,7 +648,11 @@ func checkReleasePermissions(t *testing.T, k string, r rbac, controllers string)
 			}
 			for _, p := range who.perms {
 				if !grants(rules, p.Verb, p.Group, p.Resource, p.Name) {
-					t.Errorf("config/%s: %s may not %s %q %s %s, which OpenShift %s needs: %s", k, who.sa, p.Verb, p.Group, p.Resource, p.Name, rel, p.Why)
+					what := p.Resource
+					if p.Name != "" {
+						what += " named " + p.Name
+					}
+					t.Errorf("config/%s: %s may not %s %q %s, which OpenShift %s needs: %s", k, who.sa, p.Verb, p.Group, what, rel, p.Why)
 				}
 				key := who.sa + " " + p.Group + "/" + p.Resource
 				if !slices.Contains(union[key], p.Verb) {

@@ -435,7 +435,7 @@ func (r Release) ControllerPermissions() []Permission {
 		// r it renders the older release's arguments, which have none
 		// (clusterversion.go), for binaries that may be r's.
 		ps = append(ps, Permission{Group: "config.openshift.io", Resource: "apiservers", Verb: "get", Name: APIServerName,
-			Why: "machineset-controller started without the TLS flags (during an upgrade to " + r.String() + ") reads the TLS profile itself"})
+			Why: "machineset-controller started without the TLS flags (during an upgrade from a release without them, whose arguments the deployer renders until it completes) reads the TLS profile itself"})
 	}
 	return ps
 }
