@@ -60,8 +60,11 @@ func TestTLSFlagsFollowTheAPIServer(t *testing.T) {
 	setClusterVersion(t, cc, "4.22.1", configv1.UpdateHistory{Version: "4.22.1", State: configv1.CompletedUpdate})
 	d = e.waitDeployment(func(d *appsv1.Deployment) bool { return d.Annotations[deployer.ReleaseAnnotation] == "4.22" })
 	e.checkTLS(d, intermediate)
-	if dep := e.waitCondition(metav1.ConditionTrue, deployer.ReasonApplied); !strings.Contains(dep.Message, "TLS profile Intermediate (tlsAdherence unset)") {
-		t.Errorf("Deployed condition %q does not say where the TLS flags come from", dep.Message)
+	// the status says where the TLS flags come from (written after the
+	// apply: awaited)
+	c := e.waitConditionOf(deployer.ConditionDeployed, metav1.ConditionTrue, deployer.ReasonApplied, "TLS profile Intermediate (tlsAdherence unset)")
+	if !strings.Contains(c.Message, "for OpenShift 4.22") {
+		t.Errorf("Deployed condition %q does not name 4.22", c.Message)
 	}
 
 	// Modern while tlsAdherence is unset: the operator keeps Intermediate
@@ -82,7 +85,7 @@ func TestTLSFlagsFollowTheAPIServer(t *testing.T) {
 	// a Custom profile without its settings cannot be rendered: said so,
 	// and the Deployment stays as it was
 	setAPIServer(t, cc, &configv1.TLSSecurityProfile{Type: configv1.TLSProfileCustomType}, deployer.TLSAdherenceStrict)
-	c := e.waitCondition(metav1.ConditionFalse, deployer.ReasonTLSProfileInvalid)
+	c = e.waitCondition(metav1.ConditionFalse, deployer.ReasonTLSProfileInvalid)
 	for _, says := range []string{"4.22", "Custom without custom settings", "oc edit apiserver cluster"} {
 		if !strings.Contains(c.Message, says) {
 			t.Errorf("condition %q does not say %q", c.Message, says)
@@ -100,7 +103,7 @@ func TestTLSFlagsFollowTheAPIServer(t *testing.T) {
 		return slices.Equal(tlsArgsOf(d, deployer.MachineSetContainer), custom)
 	})
 	e.checkTLS(d, custom)
-	e.waitCondition(metav1.ConditionTrue, deployer.ReasonApplied)
+	e.waitConditionOf(deployer.ConditionDeployed, metav1.ConditionTrue, deployer.ReasonApplied, "TLS profile Custom (tlsAdherence StrictAllComponents)")
 }
 
 // apiServerCRDWithAdherence is the APIServer CRD of the openshift/api
