@@ -214,18 +214,27 @@ func flagSet(sets ...[]string) []string {
 // 4.23 and 5.0 are in the table only: the Go module proxy serves none of
 // their code (see MatrixEra).
 var Releases = []Release{
-	// openshift/kubernetes-autoscaler release-4.14 to release-4.19:
-	// clusterapi_unstructured.go SetSize gets the scale subresource and
-	// updates it (ScaleUpdate).
+	// machine-api-operator release-4.14 to release-4.16: cmd/machineset/
+	// main.go defines no --feature-gates; pkg/controller/machineset/
+	// status.go and pkg/controller/nodelink/nodelink_controller.go write
+	// status with Status().Update; core Events. openshift/kubernetes-
+	// autoscaler release-4.14 to release-4.19: clusterapi_unstructured.go
+	// SetSize gets the scale subresource and updates it (ScaleUpdate).
 	{Major: 4, Minor: 14, MigrationGate: GateAbsent, StatusWrite: "update", Flags: flags414, Autoscaler: ScaleUpdate, MatrixEra: "4.16"},
 	{Major: 4, Minor: 15, MigrationGate: GateAbsent, StatusWrite: "update", Flags: flags414, Autoscaler: ScaleUpdate, MatrixEra: "4.16"},
 	{Major: 4, Minor: 16, MigrationGate: GateAbsent, StatusWrite: "update", Flags: flags414, Autoscaler: ScaleUpdate, Supported: true, MatrixEra: "4.16",
 		// the version openshift/machine-api-provider-aws pins on release-4.16
 		Matrix: "v0.2.1-0.20240125175440-c9de8bda0dd1"},
+	// release-4.17 and release-4.18: cmd/machineset/main.go defines
+	// --feature-gates (flag.Var on 4.17, library-go's
+	// AddFlagsToGoFlagSet on 4.18) with MachineAPIMigration;
+	// status.go and nodelink_controller.go still Status().Update.
 	{Major: 4, Minor: 17, MigrationGate: GateSettable, StatusWrite: "update", Flags: flags417, Autoscaler: ScaleUpdate, Supported: true, MatrixEra: "4.18"},
 	{Major: 4, Minor: 18, MigrationGate: GateSettable, StatusWrite: "update", Flags: flags417, Autoscaler: ScaleUpdate, Supported: true, MatrixEra: "4.18",
 		// the version openshift/machine-api-provider-aws pins on release-4.18
 		Matrix: "v0.2.1-0.20240924110326-1efafa4a6615"},
+	// release-4.19 to release-4.21: status.go and nodelink_controller.go
+	// write status with Status().Patch; flags as 4.18's.
 	{Major: 4, Minor: 19, MigrationGate: GateSettable, StatusWrite: "patch", Flags: flags417, Autoscaler: ScaleUpdate, Supported: true, MatrixEra: "4.21"},
 	// openshift/kubernetes-autoscaler release-4.20 to release-4.23:
 	// SetSize sends a merge patch of a Scale struct of its own with a
