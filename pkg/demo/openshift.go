@@ -13,9 +13,9 @@ import (
 )
 
 // OpenShiftVersion is the release the local cluster says it runs (its
-// ClusterVersion): the newest the deployer knows, the line of the
-// machine-api-operator that go.mod pins.
-var OpenShiftVersion = deployer.Newest().String() + ".0"
+// ClusterVersion): the line of the machine-api-operator that go.mod pins,
+// whose controllers the demo runs in-process.
+var OpenShiftVersion = deployer.Library().String() + ".0"
 
 // openShiftObjects creates what OpenShift would have: the Machine API
 // namespace, the Infrastructure object of a platform the
@@ -47,7 +47,7 @@ func (e *Env) openShiftObjects(ctx context.Context) error {
 	image := "quay.io/openshift-release-dev/ocp-release:" + OpenShiftVersion + "-x86_64"
 	cv := &configv1.ClusterVersion{
 		ObjectMeta: metav1.ObjectMeta{Name: "version"},
-		Spec:       configv1.ClusterVersionSpec{ClusterID: "2f2b6c4e-1d7a-4c1e-9a57-6f1c2d3e4f50", Channel: "stable-" + deployer.Newest().String()},
+		Spec:       configv1.ClusterVersionSpec{ClusterID: "2f2b6c4e-1d7a-4c1e-9a57-6f1c2d3e4f50", Channel: "stable-" + deployer.Library().String()},
 	}
 	if err := e.Client.Create(ctx, cv); err != nil {
 		return err
@@ -82,7 +82,9 @@ func (e *Env) openShiftObjects(ctx context.Context) error {
 		return fmt.Errorf("the FeatureGate's status: %w", err)
 	}
 
-	if err := e.Client.Create(ctx, &configv1.APIServer{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}); err != nil {
+	// the TLS profile (OpenShift's default, set explicitly), which the
+	// cluster-autoscaler-operator reads, as 4.22's machineset-controller does
+	if err := e.Client.Create(ctx, APIServer()); err != nil {
 		return err
 	}
 
@@ -97,4 +99,21 @@ func (e *Env) openShiftObjects(ctx context.Context) error {
 	}
 	mapi.Status.Versions = []configv1.OperandVersion{{Name: "operator", Version: OpenShiftVersion}}
 	return e.Client.Status().Update(ctx, mapi)
+}
+
+// APIServer is the APIServer named cluster as an OpenShift cluster has it,
+// with the TLS profile set explicitly to Intermediate, OpenShift's default.
+// Read by the cluster-autoscaler-operator, by the machineset-controller from
+// 4.22 (when not given the TLS flags) and by the deployer, which renders
+// 4.22's TLS flags from it.
+func APIServer() *configv1.APIServer {
+	return &configv1.APIServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Spec: configv1.APIServerSpec{
+			TLSSecurityProfile: &configv1.TLSSecurityProfile{
+				Type: configv1.TLSProfileIntermediateType, Intermediate: &configv1.IntermediateTLSProfile{},
+			},
+			Audit: configv1.Audit{Profile: configv1.DefaultAuditProfileType},
+		},
+	}
 }

@@ -88,6 +88,17 @@ func DNSCRD(t testing.TB) string {
 	return filepath.Join(openShiftAPIDir(t), "config", "v1", "zz_generated.crd-manifests", "0000_10_config-operator_01_dnses.crd.yaml")
 }
 
+// APIServerCRD returns the config.openshift.io APIServer CRD manifest
+// (apiservers.config.openshift.io/cluster: the cluster's TLS profile, which
+// the machine-api-operator's controllers read from 4.22 and the deployer
+// renders their TLS flags from) of the openshift/api module version in
+// go.mod, the Default feature set's.
+func APIServerCRD(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(openShiftAPIDir(t), "config", "v1", "zz_generated.crd-manifests",
+		"0000_10_config-operator_01_apiservers-Default.crd.yaml")
+}
+
 // openShiftAPIDir is the openshift/api module's directory in the module
 // cache.
 func openShiftAPIDir(t testing.TB) string {

@@ -603,26 +603,18 @@ func TestRBACLeastPrivilege(t *testing.T) {
 				t.Errorf("config/%s: ClusterRoleBinding %s: no ClusterRole %s", k, b.Name, b.RoleRef.Name)
 			}
 		}
-		// The deployer is confined to its namespace, but for reading two
-		// cluster-wide objects: the Proxy named cluster and the
-		// ClusterVersion named version.
-		readable := map[string]string{"proxies": "cluster", "clusterversions": "version"}
+		// The deployer is confined to its namespace, but for reading three
+		// cluster-wide objects: the Proxy named cluster, the
+		// ClusterVersion named version and the APIServer named cluster.
+		readable := map[string]string{"proxies": "cluster", "clusterversions": "version", "apiservers": deployer.APIServerName}
 		for _, rule := range r.rulesOf(DeployerSA)[""] {
 			if !slices.Equal(rule.APIGroups, []string{"config.openshift.io"}) || len(rule.Resources) != 1 ||
 				!slices.Equal(rule.ResourceNames, []string{readable[rule.Resources[0]]}) ||
 				slices.ContainsFunc(rule.Verbs, func(v string) bool { return !slices.Contains([]string{"get", "list", "watch"}, v) }) {
-				t.Errorf("config/%s: the deployer has the cluster-wide rule %+v; it may only read the Proxy named cluster and the ClusterVersion named version", k, rule)
+				t.Errorf("config/%s: the deployer has the cluster-wide rule %+v; it may only read the Proxy, the ClusterVersion and the APIServer", k, rule)
 			}
 		}
-		// The controllers' status writes of every known release
-		// (deployer.Releases): update up to 4.18, patch from 4.19.
-		for _, rel := range deployer.Releases {
-			for _, res := range []string{"machines/status", "machinesets/status"} {
-				if !grants(r.rulesOf(controllersSA(t, objs))[Namespace], rel.StatusWrite, "machine.openshift.io", res, "") {
-					t.Errorf("config/%s: the controllers may not %s %s, which the %s controllers do", k, rel.StatusWrite, res, rel)
-				}
-			}
-		}
+		checkReleasePermissions(t, k, r, controllersSA(t, objs))
 		for _, sa := range []string{DeployerSA, controllersSA(t, objs)} {
 			if !slices.ContainsFunc(objs, func(u *unstructured.Unstructured) bool {
 				return u.GetKind() == "ServiceAccount" && u.GetName() == sa
@@ -633,6 +625,66 @@ func TestRBACLeastPrivilege(t *testing.T) {
 				t.Errorf("config/%s: %s has no rules in %s", k, sa, Namespace)
 			}
 		}
+	}
+}
+
+// checkReleasePermissions: the RBAC grants the union of what the release
+// table says each known release needs (deployer.Releases:
+// ControllerPermissions, DeployerPermissions: the status writes, the
+// events API, the APIServer's TLS profile), and, for the kinds only some
+// releases need, nothing beyond that union.
+func checkReleasePermissions(t *testing.T, k string, r rbac, controllers string) {
+	t.Helper()
+	union := map[string][]string{} // "group/resource" -> verbs, of the kinds only some releases need
+	needed := map[string]int{}
+	for _, rel := range deployer.Releases {
+		for _, who := range []struct {
+			sa    string
+			perms []deployer.Permission
+		}{{controllers, rel.ControllerPermissions()}, {DeployerSA, rel.DeployerPermissions()}} {
+			var rules []rbacv1.PolicyRule
+			for _, rs := range r.rulesOf(who.sa) {
+				rules = append(rules, rs...)
+			}
+			for _, p := range who.perms {
+				if !grants(rules, p.Verb, p.Group, p.Resource, p.Name) {
+					what := p.Resource
+					if p.Name != "" {
+						what += " named " + p.Name
+					}
+					t.Errorf("config/%s: %s may not %s %q %s, which OpenShift %s needs: %s", k, who.sa, p.Verb, p.Group, what, rel, p.Why)
+				}
+				key := who.sa + " " + p.Group + "/" + p.Resource
+				if !slices.Contains(union[key], p.Verb) {
+					union[key] = append(union[key], p.Verb)
+				}
+				needed[key+" "+p.Verb]++
+			}
+		}
+	}
+	// the kinds some releases need and others not, and that nothing else
+	// of ours needs: granted only as the union says
+	for key, verbs := range union {
+		sa, gr, _ := strings.Cut(key, " ")
+		group, resource, _ := strings.Cut(gr, "/")
+		if group == "" || group == "machine.openshift.io" {
+			continue // core events and the status writes: also the provider's manager's and leader election's
+		}
+		for _, rs := range r.rulesOf(sa) {
+			for _, rule := range rs {
+				if !slices.Contains(rule.APIGroups, group) || !slices.Contains(rule.Resources, resource) {
+					continue
+				}
+				for _, v := range rule.Verbs {
+					if !slices.Contains(verbs, v) {
+						t.Errorf("config/%s: %s is granted %s %q %s, which no known release needs (%v)", k, sa, v, group, resource, verbs)
+					}
+				}
+			}
+		}
+	}
+	if needed[controllers+" events.k8s.io/events create"] == 0 || needed[DeployerSA+" config.openshift.io/apiservers watch"] == 0 {
+		t.Errorf("the release table records no release needing events.k8s.io events or the APIServer: %v", needed)
 	}
 }
 

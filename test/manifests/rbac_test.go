@@ -306,7 +306,7 @@ func TestDeployerWithItsRBAC(t *testing.T) {
 }
 
 func deployerWithItsRBAC(t *testing.T, dir string) {
-	cfg, c, a, objs := setup(t, dir, testenv.WithCRDs(testenv.ProxyCRD(t), testenv.InfrastructureCRD(t)))
+	cfg, c, a, objs := setup(t, dir, testenv.WithCRDs(testenv.ProxyCRD(t), testenv.InfrastructureCRD(t), testenv.APIServerCRD(t)))
 	l := captureLogs(t)
 	ctx := context.Background()
 	flags := deployerFlags(t, objs)
@@ -342,6 +342,17 @@ func deployerWithItsRBAC(t *testing.T, dir string) {
 	}
 	proxy.Object["status"] = map[string]any{"httpsProxy": "http://proxy.example:3128", "noProxy": ".cluster.local,.svc"}
 	if err := c.Status().Update(ctx, proxy); err != nil {
+		t.Fatal(err)
+	}
+
+	// the TLS profile the newest release's TLS flags are rendered from
+	// (the deployer lists and watches the APIServer named cluster)
+	apiServer := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "config.openshift.io/v1", "kind": "APIServer",
+		"metadata": map[string]any{"name": deployer.APIServerName},
+		"spec":     map[string]any{"tlsSecurityProfile": map[string]any{"type": "Intermediate", "intermediate": map[string]any{}}},
+	}}
+	if err := c.Create(ctx, apiServer); err != nil {
 		t.Fatal(err)
 	}
 
@@ -402,6 +413,11 @@ func deployerWithItsRBAC(t *testing.T, dir string) {
 		return c.Name == deployer.MachineContainer && slices.Contains(c.Env, corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"})
 	}) {
 		t.Errorf("the machine-controller does not get the cluster-wide proxy")
+	}
+	if !slices.ContainsFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool {
+		return c.Name == deployer.MachineSetContainer && slices.Contains(c.Args, "--tls-min-version=VersionTLS12")
+	}) {
+		t.Errorf("the machineset-controller of %s does not get the TLS flags of the APIServer's profile", deployer.Newest())
 	}
 
 	// The network operator injects the trust bundle into the deployer's

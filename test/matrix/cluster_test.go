@@ -96,7 +96,7 @@ func (c *cell) start() {
 		t.Fatal(err)
 	}
 	crds := c.eraCRDs()
-	crds = append(crds, testenv.InfrastructureCRD(t), testenv.DNSCRD(t), testenv.ClusterVersionCRD(t), testenv.ProxyCRD(t))
+	crds = append(crds, testenv.InfrastructureCRD(t), testenv.DNSCRD(t), testenv.ClusterVersionCRD(t), testenv.ProxyCRD(t), testenv.APIServerCRD(t))
 	bin, err := testenv.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
@@ -142,34 +142,19 @@ func (c *cell) start() {
 }
 
 // eraCRDs are the Machine API CRDs of the era's machine-api-operator
-// (install/, the Default feature set's).
+// (install/, the Default feature set's: crds_test.go).
 func (c *cell) eraCRDs() []string {
-	files, err := filepath.Glob(filepath.Join(c.era.dir, "install", "*.crd.yaml"))
-	if err != nil || len(files) == 0 {
-		c.t.Fatalf("no CRDs in %s/install (%v): run `make mao-%s`", c.era.dir, err, c.era.name)
+	crds, err := defaultFeatureSetCRDs(filepath.Join(c.era.dir, "install"))
+	if err != nil {
+		c.t.Fatalf("%v: run `make mao-%s`", err, c.era.name)
 	}
-	var out []string
-	for _, f := range files {
-		base := filepath.Base(f)
-		if strings.Contains(base, "NoUpgrade") {
-			continue
-		}
-		for _, kind := range []string{"_02_machine.", "_03_machineset.", "_07_machinehealthcheck."} {
-			if strings.Contains(base, kind) {
-				out = append(out, f)
-			}
-		}
-	}
-	if len(out) != 3 {
-		c.t.Fatalf("want the Machine, MachineSet and MachineHealthCheck CRDs in %s/install, found %v", c.era.dir, out)
-	}
-	return out
+	return crds
 }
 
 // openShift creates what an OpenShift cluster of the era has before the
 // provider is installed: the namespace, the config.openshift.io objects
 // (an External platform, the DNS, a completed ClusterVersion of the era,
-// the Proxy), the machine-api-operator's manifests that the controllers'
+// the Proxy, the APIServer with its TLS profile), the machine-api-operator's manifests that the controllers'
 // pod needs (the webhook and metrics Services, the kube-rbac-proxy
 // ConfigMap, the images ConfigMap naming the era's images), the service
 // CA's certificates and the era's webhook configurations.
@@ -196,6 +181,9 @@ func (c *cell) openShift() {
 	must(c.admin.Status().Update(ctx, infra))
 	must(c.admin.Create(ctx, &configv1.DNS{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.DNSSpec{BaseDomain: "matrix.example.com"}}))
 	must(c.admin.Create(ctx, &configv1.Proxy{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}))
+	// the TLS profile: 4.22's machineset-controller reads it, the deployer
+	// renders 4.22's TLS flags from it
+	must(c.admin.Create(ctx, demo.APIServer()))
 
 	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: deployer.ClusterVersionName}}
 	cv.Spec.ClusterID = "0b4a2f5e-7d1c-4a3e-9c55-0e1f2a3b4c5d"

@@ -18,7 +18,7 @@ import (
 // TestMatrix runs every era of MATRIX_ERAS ("4.16 4.18 4.21"; `make
 // matrix` sets it from the Makefile) on every cloud (CLOUD: one of them)
 // and prints the table. An era newer than any release the deployer knows
-// (e.g. 4.22, with its binaries in bin/mao-4.22) checks that the newest
+// (e.g. 5.1, with its binaries in bin/mao-5.1) checks that the newest
 // known release's flags work on it and that the deployer says so.
 func TestMatrix(t *testing.T) {
 	if os.Getenv("MATRIX") == "" {
@@ -45,7 +45,7 @@ func TestMatrix(t *testing.T) {
 			t.Fatalf("era %s: %s", name, fit)
 		}
 		if fit == deployer.FitKnown && rel.Matrix == "" {
-			t.Fatalf("era %s has no Matrix version in releases.go: it is covered by the era 4.%d", name, rel.MatrixEra)
+			t.Fatalf("era %s has no Matrix version in releases.go: it is covered by the era %q (none: table only)", name, rel.MatrixEra)
 		}
 		e := era{name: name, version: name + ".0", dir: filepath.Join(bin, "mao-"+name)}
 		if _, err := os.Stat(filepath.Join(e.dir, "machineset-controller")); err != nil {

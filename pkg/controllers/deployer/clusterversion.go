@@ -39,14 +39,14 @@ func renderVersion(cv *configv1.ClusterVersion) string {
 			break
 		}
 	}
-	oldest, oldestMinor := "", 0
+	oldest, oldestRel := "", Release{}
 	for _, v := range candidates {
-		minor, ok := minorOf(v)
+		rel, ok := versionOf(v)
 		if !ok {
 			continue
 		}
-		if oldest == "" || minor < oldestMinor {
-			oldest, oldestMinor = v, minor
+		if oldest == "" || rel.before(oldestRel) {
+			oldest, oldestRel = v, rel
 		}
 	}
 	return oldest
@@ -99,14 +99,14 @@ func releaseCondition(rel Release, fit Fit, v string) (status bool, reason, mess
 	}
 }
 
-// supportedRange is "4.16 to 4.21".
+// supportedRange is "4.16 to 5.0".
 func supportedRange() string {
 	var first, last Release
 	for _, r := range Releases {
 		if !r.Supported {
 			continue
 		}
-		if first.Minor == 0 {
+		if first.Major == 0 {
 			first = r
 		}
 		last = r

@@ -45,6 +45,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -183,6 +184,9 @@ type Reconciler struct {
 	// infraServed: the API server serves config.openshift.io
 	// Infrastructures.
 	infraServed bool
+	// apiServerServed: the API server serves config.openshift.io
+	// APIServers (the TLS profile, tlsprofile.go).
+	apiServerServed bool
 	// managerConfigReader reads ManagerConfigMap (a cache of its own once
 	// set up with a manager).
 	managerConfigReader client.Reader
@@ -216,14 +220,15 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 // +kubebuilder:rbac:groups=config.openshift.io,resources=proxies,verbs=list;watch
 // +kubebuilder:rbac:groups=config.openshift.io,resources=clusterversions,verbs=list;watch
 // +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures,verbs=list;watch
+// +kubebuilder:rbac:groups=config.openshift.io,resources=apiservers,verbs=list;watch
 
 // SetupWithManager registers the controller with mgr. All its work is one
 // request: the images ConfigMap, our Deployment and the operator's
-// Deployment, the trusted CA ConfigMap and the cluster-wide Proxy map to
-// it, and it is queued once at start so that a missing ConfigMap is
-// reported too. Deployment updates count only when spec, labels or
-// annotations change, not for status. Whether the Proxy API is served is
-// looked up here, once.
+// Deployment, the trusted CA ConfigMap, the cluster-wide Proxy, the
+// ClusterVersion and the APIServer map to it, and it is queued once at start
+// so that a missing ConfigMap is reported too. Deployment updates count only
+// when spec, labels or annotations change, not for status. Whether the
+// config.openshift.io APIs are served is looked up here, once.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	served, err := configServed(mgr, "Proxy")
 	if err != nil {
@@ -237,7 +242,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	egress, err := newEgressCache(mgr, r.opts.Namespace, served, versionServed, infraServed)
+	apiServerServed, err := configServed(mgr, "APIServer")
+	if err != nil {
+		return err
+	}
+	egress, err := newEgressCache(mgr, r.opts.Namespace, served, versionServed, infraServed, apiServerServed)
 	if err != nil {
 		return err
 	}
@@ -245,7 +254,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.egress, r.proxyServed, r.versionServed, r.infraServed, r.managerConfigReader = egress, served, versionServed, infraServed, managerConfig
+	r.egress, r.proxyServed, r.versionServed, r.infraServed, r.apiServerServed, r.managerConfigReader = egress, served, versionServed, infraServed, apiServerServed, managerConfig
 	if !served {
 		mgr.GetLogger().Info("The API server serves no config.openshift.io Proxy: no cluster-wide proxy for the provider")
 	}
@@ -291,6 +300,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if infraServed {
 		b = b.WatchesRawSource(source.Kind[client.Object](egress, &configv1.Infrastructure{}, toKey))
+	}
+	if apiServerServed {
+		// a changed TLS profile re-renders the TLS flags of 4.22 and later
+		b = b.WatchesRawSource(source.Kind[client.Object](egress, apiServerObject(), toKey))
 	}
 	if b, err = r.watchStop(mgr, b, toKey); err != nil {
 		return err
@@ -365,6 +378,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if known {
 		releaseCond.Status = metav1.ConditionTrue
 	}
+	tlsProfile, err := r.clusterTLS(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var tlsArgs []string
+	if release.TLSFlags {
+		if tlsArgs, err = tlsProfile.Args(); err != nil {
+			// The Deployment applied before stays until the profile can
+			// be rendered (the APIServer is watched). Only a release
+			// whose controllers take the TLS flags needs it.
+			return ctrl.Result{}, r.reportOnly(ctx, false, ReasonTLSProfileInvalid, fmt.Sprintf(
+				"OpenShift %s: the TLS flags of its controllers cannot be rendered: %v; fix it with oc edit apiserver %s",
+				release, err, APIServerName))
+		}
+	}
 
 	spec := Spec{
 		Namespace:                 ns,
@@ -381,6 +409,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		TrustedCAHash:             caHash,
 		Release:                   release,
 		ClusterID:                 clusterID,
+		TLSArgs:                   tlsArgs,
 	}
 	managerConfig, valid, configReason, configMessage, err := r.managerConfig(ctx, machineContainer(spec).Args)
 	if err != nil {
@@ -407,10 +436,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		}
 		return ctrl.Result{}, err
 	}
+	tlsNote := ""
+	if release.TLSFlags {
+		tlsNote = fmt.Sprintf("; %s: %s", tlsProfile.describe(), strings.Join(tlsArgs, " "))
+	}
 	_, err = r.report(ctx, true, ReasonApplied, fmt.Sprintf(
-		"Deployment %s/%s applied for OpenShift %s (%s): machine-api-operator %s, kube-rbac-proxy %s, provider %s; %s; %s",
+		"Deployment %s/%s applied for OpenShift %s (%s): machine-api-operator %s, kube-rbac-proxy %s, provider %s; %s; %s%s",
 		ns, d.Name, release, release.Describe(), images.MachineAPIOperator, images.KubeRBACProxy, r.opts.ProviderImage,
-		proxy.describe(), describeTrustedCA(caHash)), releaseCond, configCond, stopCond)
+		proxy.describe(), describeTrustedCA(caHash), tlsNote), releaseCond, configCond, stopCond)
 	return ctrl.Result{}, err
 }
 

@@ -103,6 +103,12 @@ type Spec struct {
 	// says that StopConfigMap stops them (the Deployment is annotated
 	// StoppedAnnotation), not a scale to 0.
 	Stopped, StopSwitch bool
+	// TLSArgs are --tls-cipher-suites and --tls-min-version rendered from
+	// the cluster's APIServer (tlsprofile.go), for a release whose
+	// machineset-controller and kube-rbac-proxy sidecars take them
+	// (Release.TLSFlags); nil renders the default profile's
+	// (Intermediate).
+	TLSArgs []string
 }
 
 // DefaultCloud is the cloud of a Spec or Options without one: the
@@ -144,7 +150,7 @@ const (
 	// images.json the pods were built from.
 	ImagesHashAnnotation = "machine.appuio.io/images-hash"
 	// ReleaseAnnotation on the Deployment names the OpenShift release
-	// (4.y) whose controllers' flags it was rendered with.
+	// (x.y) whose controllers' flags it was rendered with.
 	ReleaseAnnotation = "machine.appuio.io/openshift-release"
 	// instanceLabel tells our pods apart from the operator's in the
 	// Deployment's selector (its selector is immutable).
@@ -207,7 +213,10 @@ const (
 	trustedCADir   = "/etc/pki/ca-trust/extracted/pem"
 )
 
-// The TLS 1.2 suites OpenShift's intermediate profile allows.
+// The TLS 1.2 suites OpenShift's intermediate profile allows: what the
+// operator passes the kube-rbac-proxy sidecars up to 4.21
+// (pkg/operator/sync.go newKubeProxyContainer on release-4.21), a fixed
+// list; from 4.22 they get the cluster's profile (Spec.TLSArgs).
 var proxyCipherSuites = strings.Join([]string{
 	"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
 	"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
@@ -227,8 +236,12 @@ func podLabels() map[string]string {
 // manager as the machine controller, and a kube-rbac-proxy in front of each
 // metrics endpoint, placed and prioritised as the operator places its own.
 func Deployment(s Spec) *appsv1.Deployment {
-	if s.Release.Minor == 0 {
+	if s.Release.Major == 0 {
 		s.Release = Newest()
+	}
+	if s.Release.TLSFlags && s.TLSArgs == nil {
+		// the default profile's, as for a cluster without an APIServer
+		s.TLSArgs, _ = TLSProfile{}.Args() // Intermediate always renders
 	}
 	name := DeploymentName(s.Cloud)
 	selector := podLabels()
@@ -259,11 +272,11 @@ func Deployment(s Spec) *appsv1.Deployment {
 		annotations[TrustedCAHashAnnotation] = s.TrustedCAHash
 	}
 	containers = append(containers,
-		proxyContainer(s.Images.KubeRBACProxy, "machineset-mtrc", machineSetMetricsPort, machineSetMetricsAddr),
-		proxyContainer(s.Images.KubeRBACProxy, "machine-mtrc", machineMetricsPort, machineMetricsAddr),
+		proxyContainer(s, "machineset-mtrc", machineSetMetricsPort, machineSetMetricsAddr),
+		proxyContainer(s, "machine-mtrc", machineMetricsPort, machineMetricsAddr),
 	)
 	if !s.WithoutMachineHealthCheck {
-		containers = append(containers, proxyContainer(s.Images.KubeRBACProxy, "mhc-mtrc", mhcMetricsPort, mhcMetricsAddr))
+		containers = append(containers, proxyContainer(s, "mhc-mtrc", mhcMetricsPort, mhcMetricsAddr))
 	}
 
 	deploymentAnnotations := map[string]string{ReleaseAnnotation: s.Release.String()}
@@ -340,7 +353,7 @@ func httpProbe(path, port string) corev1.ProbeHandler {
 func machineSetContainer(s Spec) corev1.Container {
 	// the release's own flags (releases.go), then the metrics address,
 	// which every known release takes
-	args := append(maoArgs(s.Namespace), s.Release.machineSetArgs()...)
+	args := append(maoArgs(s.Namespace), s.Release.machineSetArgs(s.TLSArgs)...)
 	args = append(args, "--metrics-bind-address="+machineSetMetricsAddr)
 	return corev1.Container{
 		Name:    MachineSetContainer,
@@ -474,21 +487,26 @@ func mhcContainer(s Spec) corev1.Container {
 }
 
 // proxyContainer publishes the metrics at upstream (a loopback address) on
-// port, behind TLS and a SubjectAccessReview, as port name portName.
-func proxyContainer(image, portName string, port int32, upstream string) corev1.Container {
+// port, behind TLS and a SubjectAccessReview, as port name portName, with
+// the release's TLS flags.
+func proxyContainer(s Spec, portName string, port int32, upstream string) corev1.Container {
+	args := []string{
+		fmt.Sprintf("--secure-listen-address=0.0.0.0:%d", port),
+		"--upstream=http://" + upstream + "/",
+		"--config-file=" + proxyConfigDir + "/config-file.yaml",
+		"--tls-cert-file=" + proxyTLSDir + "/tls.crt",
+		"--tls-private-key-file=" + proxyTLSDir + "/tls.key",
+	}
+	if s.Release.TLSFlags {
+		args = append(args, s.TLSArgs...)
+	} else {
+		args = append(args, "--tls-cipher-suites="+proxyCipherSuites)
+	}
+	args = append(args, "--logtostderr=true", "--v=3")
 	return corev1.Container{
-		Name:  ProxyContainerPrefix + portName,
-		Image: image,
-		Args: []string{
-			fmt.Sprintf("--secure-listen-address=0.0.0.0:%d", port),
-			"--upstream=http://" + upstream + "/",
-			"--config-file=" + proxyConfigDir + "/config-file.yaml",
-			"--tls-cert-file=" + proxyTLSDir + "/tls.crt",
-			"--tls-private-key-file=" + proxyTLSDir + "/tls.key",
-			"--tls-cipher-suites=" + proxyCipherSuites,
-			"--logtostderr=true",
-			"--v=3",
-		},
+		Name:                     ProxyContainerPrefix + portName,
+		Image:                    s.Images.KubeRBACProxy,
+		Args:                     args,
 		Ports:                    []corev1.ContainerPort{{Name: portName, ContainerPort: port}},
 		Resources:                requests(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,

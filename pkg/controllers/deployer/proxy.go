@@ -164,10 +164,11 @@ func configServed(mgr ctrl.Manager, kind string) (bool, error) {
 }
 
 // newEgressCache builds the egressCache for namespace ns, with the Proxy
-// when withProxy, the ClusterVersion when withVersion and the
-// Infrastructure when withInfra (all cluster-wide and granted by name, so
-// cached here for the same reason), and adds it to mgr.
-func newEgressCache(mgr ctrl.Manager, ns string, withProxy, withVersion, withInfra bool) (cache.Cache, error) {
+// when withProxy, the ClusterVersion when withVersion, the Infrastructure
+// when withInfra and the APIServer (unstructured, tlsprofile.go) when
+// withAPIServer (all cluster-wide and granted by name, so cached here for
+// the same reason), and adds it to mgr.
+func newEgressCache(mgr ctrl.Manager, ns string, withProxy, withVersion, withInfra, withAPIServer bool) (cache.Cache, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -186,6 +187,9 @@ func newEgressCache(mgr ctrl.Manager, ns string, withProxy, withVersion, withInf
 	}
 	if withInfra {
 		byObject[&configv1.Infrastructure{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", InfrastructureName)}
+	}
+	if withAPIServer {
+		byObject[apiServerObject()] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", APIServerName)}
 	}
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient:        mgr.GetHTTPClient(),

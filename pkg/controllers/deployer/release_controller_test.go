@@ -64,19 +64,19 @@ func TestControllersFollowTheClusterRelease(t *testing.T) {
 	}
 
 	// A release newer than any known: the newest known flags, said so.
-	setClusterVersion(t, cc, "4.23.0", configv1.UpdateHistory{Version: "4.23.0", State: configv1.CompletedUpdate})
+	setClusterVersion(t, cc, "5.1.0", configv1.UpdateHistory{Version: "5.1.0", State: configv1.CompletedUpdate})
 	newest := deployer.Newest().String()
 	d = e.waitDeployment(func(d *appsv1.Deployment) bool { return d.Annotations[deployer.ReleaseAnnotation] == newest })
 	if !slices.Contains(machineSetArgs(d), "--feature-gates=MachineAPIMigration=false") {
-		t.Errorf("4.23 (unknown): machineset-controller args %v, want %s's", machineSetArgs(d), newest)
+		t.Errorf("5.1 (unknown): machineset-controller args %v, want %s's", machineSetArgs(d), newest)
 	}
-	c := e.waitConditionOf(deployer.ConditionReleaseKnown, metav1.ConditionFalse, string(deployer.FitNewer), "4.23.0")
+	c := e.waitConditionOf(deployer.ConditionReleaseKnown, metav1.ConditionFalse, string(deployer.FitNewer), "5.1.0")
 	for _, want := range []string{"newest: " + newest, "upgrade the provider"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("condition message %q does not say %q", c.Message, want)
 		}
 	}
-	e.waitEvent(corev1.EventTypeWarning, string(deployer.FitNewer), "4.23.0")
+	e.waitEvent(corev1.EventTypeWarning, string(deployer.FitNewer), "5.1.0")
 	if dep := e.waitCondition(metav1.ConditionTrue, deployer.ReasonApplied); !strings.Contains(dep.Message, "for OpenShift "+newest) {
 		t.Errorf("Deployed condition %q does not name the release rendered", dep.Message)
 	}

@@ -1,6 +1,9 @@
 package deployer
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -9,59 +12,80 @@ import (
 )
 
 func TestForVersion(t *testing.T) {
+	newest, oldest := Newest().String(), Releases[0].String()
 	for _, tc := range []struct {
 		version string
-		minor   int
+		release string
 		fit     Fit
 	}{
-		{"4.16.23", 16, FitKnown},
-		{"4.16.0-rc.3", 16, FitKnown},
-		{"4.18.0-0.nightly-2025-01-01-000000", 18, FitKnown},
-		{"4.21.4", 21, FitKnown},
-		{"v4.17.9", 17, FitKnown},
-		{"4.14.1", 14, FitKnown},
-		{"4.22.0", Newest().Minor, FitNewer},
-		{"4.30.1", Newest().Minor, FitNewer},
-		{"5.0.0", Newest().Minor, FitNewer},
-		{"4.13.40", Releases[0].Minor, FitOlder},
-		{"3.11.0", Releases[0].Minor, FitOlder},
-		{"", Newest().Minor, FitUnknown},
-		{"latest", Newest().Minor, FitUnknown},
-		{"4", Newest().Minor, FitUnknown},
+		{"4.16.23", "4.16", FitKnown},
+		{"4.16.0-rc.3", "4.16", FitKnown},
+		{"4.18.0-0.nightly-2025-01-01-000000", "4.18", FitKnown},
+		{"4.21.4", "4.21", FitKnown},
+		{"v4.17.9", "4.17", FitKnown},
+		{"4.14.1", "4.14", FitKnown},
+		{"4.22.0", "4.22", FitKnown},
+		{"4.23.1", "4.23", FitKnown},
+		{"5.0.0", "5.0", FitKnown},
+		{"5.0.0-rc.2", "5.0", FitKnown},
+		{"v5.0.3", "5.0", FitKnown},
+		{"5.1.0", newest, FitNewer},
+		{"5.12.1", newest, FitNewer},
+		{"6.0.0", newest, FitNewer},
+		// 4.24 never comes (4.23 is the last 4.y); were it to, it would
+		// be the closest older release's, 4.23
+		{"4.24.0", "4.23", FitKnown},
+		{"4.13.40", oldest, FitOlder},
+		{"3.11.0", oldest, FitOlder},
+		{"", newest, FitUnknown},
+		{"latest", newest, FitUnknown},
+		{"4", newest, FitUnknown},
 	} {
 		rel, fit := ForVersion(tc.version)
-		if rel.Minor != tc.minor || fit != tc.fit {
-			t.Errorf("ForVersion(%q) = 4.%d, %s; want 4.%d, %s", tc.version, rel.Minor, fit, tc.minor, tc.fit)
+		if rel.String() != tc.release || fit != tc.fit {
+			t.Errorf("ForVersion(%q) = %s, %s; want %s, %s", tc.version, rel, fit, tc.release, tc.fit)
 		}
 	}
 }
 
 // The table is what the rest relies on: oldest first without repeats,
-// every release covered by a matrix era that names a module version, verbs
-// the RBAC knows, and flags that are only ever added from one release to
-// the next (an upgrade renders the older release's flags for either
-// release's binaries, clusterversion.go).
+// every release covered by a matrix era that names a module version or
+// said to be table only, verbs the RBAC knows, and flags that are only ever
+// added from one release to the next (an upgrade renders the older
+// release's flags for either release's binaries, clusterversion.go).
 func TestReleaseTable(t *testing.T) {
-	eras := map[int]Release{}
+	eras := map[string]Release{}
 	for _, r := range Releases {
 		if r.Matrix != "" {
-			eras[r.Minor] = r
+			eras[r.String()] = r
 		}
 	}
 	for i, r := range Releases {
-		if i > 0 && r.Minor <= Releases[i-1].Minor {
-			t.Errorf("4.%d follows 4.%d: oldest first, no repeats", r.Minor, Releases[i-1].Minor)
+		if i > 0 && !Releases[i-1].before(r) {
+			t.Errorf("%s follows %s: oldest first, no repeats", r, Releases[i-1])
 		}
 		if r.StatusWrite != "update" && r.StatusWrite != "patch" {
-			t.Errorf("4.%d: status write %q", r.Minor, r.StatusWrite)
+			t.Errorf("%s: status write %q", r, r.StatusWrite)
 		}
-		era, ok := eras[r.MatrixEra]
-		if !ok {
-			t.Errorf("4.%d: matrix era 4.%d has no module version", r.Minor, r.MatrixEra)
-			continue
+		if r.EventsGroup != "" && r.EventsGroup != "events.k8s.io" {
+			t.Errorf("%s: events group %q", r, r.EventsGroup)
 		}
-		if era.MigrationGate != r.MigrationGate || era.StatusWrite != r.StatusWrite {
-			t.Errorf("4.%d differs from its matrix era 4.%d: the era's run does not cover it", r.Minor, era.Minor)
+		if r.Autoscaler == "" || len(r.Flags.MachineSet) == 0 || len(r.Flags.KubeRBACProxy) == 0 {
+			t.Errorf("%s: autoscaler or flags not recorded", r)
+		}
+		if r.MatrixEra == "" {
+			if r.Matrix != "" {
+				t.Errorf("%s has a module version but no era", r)
+			}
+		} else {
+			era, ok := eras[r.MatrixEra]
+			switch {
+			case !ok:
+				t.Errorf("%s: matrix era %s has no module version", r, r.MatrixEra)
+			case era.MigrationGate != r.MigrationGate || era.StatusWrite != r.StatusWrite || era.TLSFlags != r.TLSFlags ||
+				era.EventsGroup != r.EventsGroup || !slices.Equal(era.Flags.MachineSet, r.Flags.MachineSet):
+				t.Errorf("%s differs from its matrix era %s: the era's run does not cover it", r, era)
+			}
 		}
 		if i == 0 {
 			continue
@@ -70,15 +94,50 @@ func TestReleaseTable(t *testing.T) {
 		cur := Deployment(Spec{Namespace: "ns", Release: r})
 		for _, c := range prev.Spec.Template.Spec.Containers {
 			next := findContainer(t, cur.Spec.Template.Spec.Containers, c.Name)
+			flags, _ := r.Flags.Of(c.Name)
 			for _, a := range c.Args {
-				if !slices.Contains(next.Args, a) && r.MigrationGate != GateLocked {
-					t.Errorf("%s: 4.%d drops %s of 4.%d: an upgrade would hand the new binary a flag it may not know", c.Name, r.Minor, a, Releases[i-1].Minor)
+				// a flag of the older release the newer binary still
+				// defines is fine with another value (the TLS flags)
+				if !slices.Contains(next.Args, a) && r.MigrationGate != GateLocked && !slices.Contains(flags, flagName(a)) {
+					t.Errorf("%s: %s drops %s of %s: an upgrade would hand the new binary a flag it may not know", c.Name, r, a, Releases[i-1])
+				}
+			}
+		}
+		for _, set := range [][2][]string{
+			{Releases[i-1].Flags.MachineSet, r.Flags.MachineSet}, {Releases[i-1].Flags.NodeLink, r.Flags.NodeLink},
+			{Releases[i-1].Flags.MachineHealthCheck, r.Flags.MachineHealthCheck}, {Releases[i-1].Flags.KubeRBACProxy, r.Flags.KubeRBACProxy},
+		} {
+			for _, f := range set[0] {
+				if !slices.Contains(set[1], f) {
+					t.Errorf("%s's binaries drop the flag %s of %s's: the older release's arguments would not run on them during an upgrade", r, f, Releases[i-1])
 				}
 			}
 		}
 	}
-	if supportedRange() != "4.16 to 4.21" {
+	if supportedRange() != "4.16 to 5.0" {
 		t.Errorf("supported: %s", supportedRange())
+	}
+}
+
+// flagName is the name of a rendered argument: "v" of "--v=3".
+func flagName(arg string) string {
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	return name
+}
+
+// The release whose machine-api-operator go.mod pins is a row: the
+// controllers make demo and make e2e run in-process are its.
+func TestLibraryIsGoModsPin(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*github\.com/openshift/machine-api-operator (\S+)`).FindSubmatch(data)
+	if m == nil || string(m[1]) != libraryVersion {
+		t.Fatalf("go.mod pins the machine-api-operator at %q, releases.go's libraryVersion is %q", m, libraryVersion)
+	}
+	if got := Library(); got.Matrix != libraryVersion {
+		t.Errorf("Library() = %s", got)
 	}
 }
 
@@ -89,18 +148,18 @@ func TestMachineSetArgsPerRelease(t *testing.T) {
 		d := Deployment(Spec{Namespace: "ns", Release: r})
 		c := findContainer(t, d.Spec.Template.Spec.Containers, MachineSetContainer)
 		has := slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--feature-gates") })
-		want := r.Minor >= 17
+		want := r.MigrationGate == GateSettable
 		if has != want {
-			t.Errorf("4.%d: machineset-controller --feature-gates given: %t, want %t (%v)", r.Minor, has, want, c.Args)
+			t.Errorf("%s: machineset-controller --feature-gates given: %t, want %t (%v)", r, has, want, c.Args)
 		}
 		if got := d.Annotations[ReleaseAnnotation]; got != r.String() {
-			t.Errorf("4.%d: annotation %s = %q", r.Minor, ReleaseAnnotation, got)
+			t.Errorf("%s: annotation %s = %q", r, ReleaseAnnotation, got)
 		}
 		// the other MAO containers take the same flags in every release
 		for _, name := range []string{NodeLinkContainer, MachineHealthCheckContainer} {
 			nc := findContainer(t, d.Spec.Template.Spec.Containers, name)
 			if slices.ContainsFunc(nc.Args, func(a string) bool { return strings.HasPrefix(a, "--feature-gates") }) {
-				t.Errorf("4.%d: %s gets --feature-gates: %v", r.Minor, name, nc.Args)
+				t.Errorf("%s: %s gets --feature-gates: %v", r, name, nc.Args)
 			}
 		}
 	}
@@ -150,10 +209,11 @@ func TestReleaseCondition(t *testing.T) {
 		says    []string
 	}{
 		{"4.16.3", true, "Known", []string{"4.16.3", "without --feature-gates", "supported"}},
-		{"4.14.9", true, "Known", []string{"not supported", "4.16 to 4.21"}},
-		{"4.23.0", false, "NewerThanKnown", []string{"4.23.0", "newest: 4.21", "flags of 4.21", "upgrade the provider"}},
+		{"4.14.9", true, "Known", []string{"not supported", "4.16 to 5.0"}},
+		{"5.0.1", true, "Known", []string{"5.0.1", "--tls-min-version", "supported"}},
+		{"5.1.0", false, "NewerThanKnown", []string{"5.1.0", "newest: 5.0", "flags of 5.0", "upgrade the provider"}},
 		{"4.12.0", false, "OlderThanKnown", []string{"4.12.0", "oldest: 4.14"}},
-		{"", false, "VersionUnknown", []string{"no ClusterVersion", "4.21"}},
+		{"", false, "VersionUnknown", []string{"no ClusterVersion", "5.0"}},
 	} {
 		rel, fit := ForVersion(tc.version)
 		ok, reason, msg := releaseCondition(rel, fit, tc.version)

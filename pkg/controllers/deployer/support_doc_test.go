@@ -20,22 +20,31 @@ const (
 // supportTable is the support matrix as docs/support.md shows it.
 func supportTable() string {
 	var b strings.Builder
-	b.WriteString("| OpenShift | cloudscale.ch | Exoscale | How it is tested | The deployer renders | Status writes of nodelink and machineset (RBAC) |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| OpenShift | cloudscale.ch | Exoscale | How it is tested | The deployer renders | Status writes of nodelink and machineset (RBAC) | Events of machineset and machine-healthcheck (RBAC) | OpenShift's autoscaler sets a MachineSet's size (to 0 too) |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	oldest, newest := deployer.Releases[0], deployer.Newest()
-	fmt.Fprintf(&b, "| older than %s | no | no | — | %s's arguments; `ReleaseKnown` False, `%s` | — |\n", oldest, oldest, deployer.FitOlder)
+	fmt.Fprintf(&b, "| older than %s | no | no | — | %s's arguments; `ReleaseKnown` False, `%s` | — | — | — |\n", oldest, oldest, deployer.FitOlder)
 	for _, r := range deployer.Releases {
 		support := "no (known)"
 		if r.Supported {
 			support = "yes"
 		}
-		tested := fmt.Sprintf("same flags and verbs as the %d.%d era", 4, r.MatrixEra)
-		if r.Matrix != "" {
+		var tested string
+		switch {
+		case r.Matrix != "":
 			tested = fmt.Sprintf("`make matrix` era %s: its own controllers, machine-api-operator `%s`, on both clouds", r, r.Matrix)
+		case r.MatrixEra != "":
+			tested = fmt.Sprintf("same flags and verbs as the %s era", r.MatrixEra)
+		default:
+			tested = "table only: every rendered flag checked against the flags its binaries define, its permissions against `config/rbac`"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | `%s` |\n", r, support, support, tested, r.Describe(), r.StatusWrite)
+		events := "core `events`"
+		if r.EventsGroup != "" {
+			events = "`" + r.EventsGroup + "` `events`"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | `%s` | %s | %s |\n", r, support, support, tested, r.Describe(), r.StatusWrite, events, r.Autoscaler.Describe())
 	}
-	fmt.Fprintf(&b, "| newer than %s | no | no | — | %s's arguments; `ReleaseKnown` False, `%s` | — |\n", newest, newest, deployer.FitNewer)
+	fmt.Fprintf(&b, "| newer than %s | no | no | — | %s's arguments; `ReleaseKnown` False, `%s` | — | — | — |\n", newest, newest, deployer.FitNewer)
 	return b.String()
 }
 
