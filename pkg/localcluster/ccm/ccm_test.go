@@ -130,7 +130,7 @@ func cloudscaleCase(t *testing.T, rec *statuses) cloudCase {
 		env: ccm.CloudscaleEnv(srv.URL+"/", "ccm-token"),
 		create: func(t *testing.T, name string) (string, initialized) {
 			ifaces := []cssdk.InterfaceRequest{{Network: "public"}, {Network: network.UUID}}
-			s, err := sdk.Servers.Create(ctx, &cssdk.ServerRequest{Name: name, Flavor: "flex-16-4", Image: "debian-12", ZonalResourceRequest: cssdk.ZonalResourceRequest{Zone: "lpg1"}, VolumeSizeGB: 50, Interfaces: &ifaces})
+			s, err := sdk.Servers.Create(ctx, &cssdk.ServerRequest{Name: name, Flavor: "flex-16-4", Image: "debian-12", Zone: "lpg1", VolumeSizeGB: 50, Interfaces: &ifaces})
 			if err != nil {
 				t.Fatal(err)
 			}
