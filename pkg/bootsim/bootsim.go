@@ -242,6 +242,13 @@ func (s *Simulator) register(ctx context.Context, srv Server) (string, error) {
 // it registers with --cloud-provider=external: what the CCM would set is not
 // there yet, and the Node waits for it, tainted. The kubelet's own labels
 // (hostname, os, arch, its --node-labels' role) stay.
+//
+// The Node registers with the status the kubelet posts (Ready, phase
+// Running), so that kwok only keeps it Ready (its lease) and never runs its
+// node-initialize stage on it: that stage writes status.addresses from its
+// own --node-ip when the Node has no InternalIP, which (kwok having none)
+// wipes the addresses the CCM set, as no kubelet started with
+// --cloud-provider=external does.
 func external(n *corev1.Node, keepProviderID bool) {
 	for _, k := range []string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, corev1.LabelTopologyRegion} {
 		delete(n.Labels, k)
@@ -251,6 +258,14 @@ func external(n *corev1.Node, keepProviderID bool) {
 		n.Spec.ProviderID = ""
 	}
 	n.Spec.Taints = append(n.Spec.Taints, UninitializedTaint)
+	now := metav1.Now()
+	n.Status.Phase = corev1.NodeRunning
+	n.Status.Conditions = []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: now, LastTransitionTime: now},
+	}
 }
 
 func nodeFor(srv Server, name string, maxPods int) *corev1.Node {
