@@ -112,6 +112,20 @@ func exoscaleEmulator(t *testing.T) emulated {
 	}
 }
 
+// kubeClient is a client of a new API server with the Machine API.
+func kubeClient(t *testing.T) client.Client {
+	cfg, _ := testenv.Start(t, testenv.WithMachineAPI(t))
+	scheme, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // A running server gets the Node its kubelet would register — named as its
 // Machine's NodeInternalDNS, with its provider ID, capacity and addresses,
 // marked for kwok — and a deleted server's Node stops heartbeating; on
@@ -127,15 +141,7 @@ func TestNodesFollowServers(t *testing.T) {
 
 func testNodesFollowServers(t *testing.T, emu emulated) {
 	ctx := context.Background()
-	cfg, _ := testenv.Start(t, testenv.WithMachineAPI(t))
-	scheme, err := manager.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := kubeClient(t)
 	id := emu.create(t, "worker-a")
 
 	// The Machine says what the Node's name will be.
@@ -247,15 +253,7 @@ func TestExternalNodes(t *testing.T) {
 
 func testExternalNodes(t *testing.T, emu emulated) {
 	ctx := context.Background()
-	cfg, _ := testenv.Start(t, testenv.WithMachineAPI(t))
-	scheme, err := manager.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := kubeClient(t)
 	a := emu.create(t, "worker-a")
 	sim := bootsim.New(c, emu.view, bootsim.Options{External: true})
 	if err := sim.Step(ctx); err != nil {
