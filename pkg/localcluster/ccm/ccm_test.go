@@ -16,12 +16,14 @@ import (
 	"time"
 
 	cssdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	"github.com/go-logr/logr"
 	v3 "github.com/exoscale/egoscale/v3"
 	"github.com/exoscale/egoscale/v3/credentials"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
@@ -30,6 +32,13 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/localcluster/ccm"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
+
+func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime's logger, which, never set,
+	// prints a stack trace into the test's output after 30 s.
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
 
 // statuses records the status of every answer the emulator gave, by
 // "METHOD path", so a test can say that every call of the CCM succeeded.
@@ -82,6 +91,7 @@ type cloudCase struct {
 	// addresses, and the labels and providerID its Node should get.
 	create func(t *testing.T, name string) (id string, want initialized)
 	delete func(t *testing.T, id string)
+	stop   func(t *testing.T, id string)
 	// register is the Node a kubelet with --cloud-provider=external
 	// registers for server id named name.
 	register func(name, id string) *corev1.Node
@@ -155,6 +165,11 @@ func cloudscaleCase(t *testing.T, rec *statuses) cloudCase {
 				t.Fatal(err)
 			}
 		},
+		stop: func(t *testing.T, id string) {
+			if err := sdk.Servers.Stop(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		},
 		register: func(name, id string) *corev1.Node { return kubeletNode(name, id) },
 		// A Node without providerID: the server list, its name matched.
 		initCalls:      map[string]int64{"GET /v1/servers": 1},
@@ -224,6 +239,15 @@ func exoscaleCase(t *testing.T, rec *statuses) cloudCase {
 				t.Fatal(err)
 			}
 		},
+		stop: func(t *testing.T, id string) {
+			op, err := sdk.StopInstance(ctx, v3.UUID(id))
+			if err == nil {
+				_, err = sdk.Wait(ctx, op, v3.OperationStateSuccess)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		},
 		// The instance ID is the Node's systemUUID.
 		register: func(name, id string) *corev1.Node { return kubeletNode(name, id) },
 		// The addresses, then the type: the instance twice, its type once.
@@ -237,8 +261,9 @@ func exoscaleCase(t *testing.T, rec *statuses) cloudCase {
 // kubelet with --cloud-provider=external — uninitialized taint gone,
 // providerID, the cloud's labels and addresses as the vendor's CCM sets
 // them — with the vendor's calls, every one answered 2xx; and when the
-// Node's server is deleted and the Node is NotReady, its cloud-node-lifecycle
-// controller deletes the Node, the emulator answering the one 404 the real
+// Node's server is stopped and the Node is NotReady, its
+// cloud-node-lifecycle controller taints it shut down, and when the server
+// is deleted, deletes the Node, the emulator answering the one 404 the real
 // API does. On cloudscale.ch a Node whose kubelet gave it no providerID is
 // found by its name only: a server named <node>.<domain> is none of it, and
 // that Node stays uninitialized (the baseDomain naming the provider made
@@ -348,13 +373,20 @@ func testCCM(t *testing.T, cc cloudCase, rec *statuses) {
 		}
 	}
 
-	// The server is deleted and the Node's kubelet with it: NotReady, as
-	// the node controller would mark it.
-	cc.delete(t, id)
+	// The server is stopped, and its kubelet with it: NotReady, as the
+	// node controller would mark it. The CCM taints the Node shut down.
+	cc.stop(t, id)
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
 	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, ctx, proc, "node worker-a tainted shut down", func() (*corev1.Node, bool) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "worker-a", metav1.GetOptions{})
+		return n, err == nil && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "node.cloudprovider.kubernetes.io/shutdown" })
+	})
+
+	// The server is deleted: the CCM deletes the Node.
+	cc.delete(t, id)
 	eventually(t, ctx, proc, "node worker-a deleted", func() (*corev1.Node, bool) {
 		_, err := cs.CoreV1().Nodes().Get(ctx, "worker-a", metav1.GetOptions{})
 		return nil, apierrors.IsNotFound(err)
