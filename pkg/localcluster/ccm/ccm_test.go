@@ -16,9 +16,9 @@ import (
 	"time"
 
 	cssdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
-	"github.com/go-logr/logr"
 	v3 "github.com/exoscale/egoscale/v3"
 	"github.com/exoscale/egoscale/v3/credentials"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -392,7 +392,9 @@ func testCCM(t *testing.T, cc cloudCase, rec *statuses) {
 		return nil, apierrors.IsNotFound(err)
 	})
 	f := rec.failed()
-	if len(f) == 0 || slices.ContainsFunc(f, func(x string) bool { return !strings.HasPrefix(x, "GET ") || !strings.HasSuffix(x, " 404") || !strings.Contains(x, id) }) {
+	if len(f) == 0 || slices.ContainsFunc(f, func(x string) bool {
+		return !strings.HasPrefix(x, "GET ") || !strings.HasSuffix(x, " 404") || !strings.Contains(x, id)
+	}) {
 		t.Errorf("answers that were no 2xx: %v; want only 404s of GETs of the deleted server %s", f, id)
 	}
 	if cc.harness.Count(cc.lifecycleRoute) == 0 {
