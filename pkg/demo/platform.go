@@ -59,7 +59,7 @@ func (e *Env) startCCM(baseURL string) error {
 	default:
 		env = ccm.CloudscaleEnv(baseURL, e.cloud.ccmKey)
 	}
-	p, err := ccm.Start(e.Cluster, ccm.Options{Cloud: e.Options.Cloud, Env: env})
+	p, err := ccm.Start(e.Cluster, ccm.Options{Cloud: e.Options.Cloud, Env: env, Binary: filepath.Join(e.Options.BinDir, ccm.ProcessName)})
 	e.ccm = p
 	return err
 }

@@ -3,6 +3,7 @@ package matrix
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/demo"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/localcluster/ccm"
+	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
 
 // Every era runs on platform External, as the clusters on both clouds are
@@ -27,7 +29,11 @@ func (c *cell) startCCM() {
 	if c.cloud == demo.Exoscale {
 		env = ccm.ExoscaleEnv(c.emuURL+"/v2", emuexo.DefaultAPIKey, emuexo.DefaultAPISecret, "ch-gva-2")
 	}
-	p, err := ccm.Start(c.cluster, ccm.Options{Cloud: c.cloud, Env: env})
+	bin, err := testenv.AssetsDir()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	p, err := ccm.Start(c.cluster, ccm.Options{Cloud: c.cloud, Env: env, Binary: filepath.Join(bin, ccm.ProcessName)})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -6,73 +6,46 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/cloud-provider/app"
-	"k8s.io/cloud-provider/app/config"
-	"k8s.io/cloud-provider/names"
-	"k8s.io/cloud-provider/options"
-	"k8s.io/component-base/cli"
-	cliflag "k8s.io/component-base/cli/flag"
-	"k8s.io/klog/v2"
-
 	"github.com/appuio/machine-api-provider/pkg/localcluster"
 )
 
 // The clouds, by the names their CCMs register (and so the schemes of the
 // providerIDs they set).
 const (
-	Cloudscale = cloudscaleName
-	Exoscale   = exoscaleName
+	Cloudscale = "cloudscale"
+	Exoscale   = "exoscale"
 )
 
-// childEnv, set to a cloud's name, makes the process a CCM of that cloud
-// (init below): Start sets it on the process it starts.
-const childEnv = "LOCALCLUSTER_CLOUD_CONTROLLER_MANAGER"
+// The environment each vendor's CCM reads its API and credentials from.
+const (
+	CloudscaleTokenEnv   = "CLOUDSCALE_ACCESS_TOKEN"
+	CloudscaleURLEnv     = "CLOUDSCALE_API_URL"
+	CloudscaleTimeoutEnv = "CLOUDSCALE_API_TIMEOUT"
 
-func init() {
-	cloudprovider.RegisterCloudProvider(cloudscaleName, newCloudscale)
-	cloudprovider.RegisterCloudProvider(exoscaleName, newExoscale)
-	if name := os.Getenv(childEnv); name != "" {
-		os.Exit(Main(name, os.Args[1:]))
-	}
+	ExoscaleKeyEnv        = "EXOSCALE_API_KEY"
+	ExoscaleSecretEnv     = "EXOSCALE_API_SECRET"
+	ExoscaleEndpointEnv   = "EXOSCALE_API_ENDPOINT"
+	ExoscaleZoneEnv       = "EXOSCALE_API_ZONE"
+	ExoscaleLegacyZoneEnv = "EXOSCALE_ZONE"
+)
+
+// CloudscaleEnv is the environment of a cloudscale.ch CCM talking to the
+// API at url ("http://127.0.0.1:port/") with token.
+func CloudscaleEnv(url, token string) []string {
+	return []string{CloudscaleURLEnv + "=" + url, CloudscaleTokenEnv + "=" + token}
 }
 
-// Main runs the CCM of cloud with the command line args (without the
-// program's name), as the vendors' main functions do, and returns the exit
-// code.
-func Main(cloud string, args []string) int {
-	o, err := options.NewCloudControllerManagerOptions()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "unable to initialize command options: %v\n", err)
-		return 1
-	}
-	// as both vendors' mains: this binary runs one provider only
-	o.KubeCloudShared.CloudProvider.Name = cloud
-	cmd := app.NewCloudControllerManagerCommand(o, initialize, app.DefaultInitFuncConstructors, names.CCMControllerAliases(), cliflag.NamedFlagSets{}, wait.NeverStop)
-	cmd.SetArgs(args)
-	return cli.Run(cmd)
+// ExoscaleEnv is the environment of an Exoscale CCM of zone talking to the
+// API at endpoint ("http://127.0.0.1:port/v2") with the key and secret.
+func ExoscaleEnv(endpoint, key, secret, zone string) []string {
+	return []string{ExoscaleEndpointEnv + "=" + endpoint, ExoscaleKeyEnv + "=" + key, ExoscaleSecretEnv + "=" + secret, ExoscaleZoneEnv + "=" + zone}
 }
 
-// initialize is both vendors' cloudInitializer: the registered cloud, and
-// without a cluster ID only with --allow-untagged-cloud.
-func initialize(c *config.CompletedConfig) cloudprovider.Interface {
-	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
-	cloud, err := cloudprovider.InitCloudProvider(cc.Name, cc.CloudConfigFile)
-	if err != nil {
-		klog.Fatalf("Cloud provider could not be initialized: %v", err)
-	}
-	if cloud == nil {
-		klog.Fatalf("Cloud provider is nil")
-	}
-	if !cloud.HasClusterID() {
-		if !c.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
-			klog.Fatalf("No ClusterID found. A ClusterID is required for the cloud provider to function properly. This check can be bypassed by setting the allow-untagged-cloud option")
-		}
-		klog.Warning("Detected a cluster without a ClusterID. A ClusterID will be required in the future. Please tag your cluster to avoid any future issues")
-	}
-	return cloud
-}
+// ProcessName is the CCM's name among the control plane's processes and its
+// binary's name in bin/ (the Makefile builds it there): its log is
+// <Dir>/cloud-controller-manager.log, and the field manager of its writes
+// (the user agent's program name) is the same.
+const ProcessName = "cloud-controller-manager"
 
 // Options say which CCM Start runs.
 type Options struct {
@@ -81,15 +54,13 @@ type Options struct {
 	// Env holds the cloud's API address and credentials: CloudscaleEnv or
 	// ExoscaleEnv.
 	Env []string
+	// Binary is the CCM's executable: bin/cloud-controller-manager
+	// (./pkg/localcluster/ccm/cloud-controller-manager).
+	Binary string
 	// Verbosity of its log (klog's -v); default 2, which logs every Node
 	// it initializes and deletes.
 	Verbosity int
 }
-
-// ProcessName is the CCM's name among the control plane's processes: its
-// log is <Dir>/cloud-controller-manager.log, and the field manager of its
-// writes (the user agent's program name) is the same.
-const ProcessName = "cloud-controller-manager"
 
 // Start runs the CCM as a process of the control plane (stopped with it),
 // with the command line the vendors' manifests give theirs, narrowed to the
@@ -102,29 +73,32 @@ func Start(c *localcluster.Cluster, o Options) (*localcluster.Process, error) {
 	if o.Verbosity == 0 {
 		o.Verbosity = 2
 	}
-	exe, err := os.Executable()
+	bin, err := filepath.Abs(o.Binary)
+	if err == nil {
+		_, err = os.Stat(bin)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the cloud-controller-manager %s: %w (the Makefile builds it: make %s)", o.Binary, err, filepath.Join("bin", ProcessName))
 	}
 	// Started through a link named as the CCM: a client's default user
 	// agent, and so the field manager of every write it makes and the
-	// audit log's userAgent, is its program's name. The CCM's writes to a
-	// Node then say they are its own, not the test's or the demo's.
+	// audit log's userAgent, is its program's name, also when the binary
+	// is a test's. The CCM's writes to a Node then say they are its own.
 	link := filepath.Join(filepath.Dir(c.Kubeconfig), ProcessName)
 	if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
-	if err := os.Symlink(exe, link); err != nil {
+	if err := os.Symlink(bin, link); err != nil {
 		return nil, err
 	}
 	args := []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--cloud-provider=" + o.Cloud,
 		"--allow-untagged-cloud",
-		"--controllers=" + names.CloudNodeController + "," + names.CloudNodeLifecycleController,
+		"--controllers=cloud-node-controller,cloud-node-lifecycle-controller",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--v=" + strconv.Itoa(o.Verbosity),
 	}
-	return c.StartProcess(ProcessName, link, args, append([]string{childEnv + "=" + o.Cloud}, o.Env...))
+	return c.StartProcess(ProcessName, link, args, o.Env)
 }

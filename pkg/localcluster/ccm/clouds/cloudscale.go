@@ -1,4 +1,4 @@
-package ccm
+package clouds
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
+
+	"github.com/appuio/machine-api-provider/pkg/localcluster/ccm"
 )
 
 // The cloudscale.ch CCM, as cloudscale-ch/cloudscale-cloud-controller-manager
@@ -31,18 +33,7 @@ import (
 // (--allow-untagged-cloud), reads the token from CLOUDSCALE_ACCESS_TOKEN and
 // the API from CLOUDSCALE_API_URL (the SDK's NewClient does), and times
 // calls out after CLOUDSCALE_API_TIMEOUT seconds (default 20).
-const (
-	cloudscaleName       = "cloudscale"
-	cloudscaleTokenEnv   = "CLOUDSCALE_ACCESS_TOKEN"
-	cloudscaleURLEnv     = "CLOUDSCALE_API_URL"
-	cloudscaleTimeoutEnv = "CLOUDSCALE_API_TIMEOUT"
-)
-
-// CloudscaleEnv is the environment of a cloudscale.ch CCM talking to the
-// API at url ("http://127.0.0.1:port/") with token.
-func CloudscaleEnv(url, token string) []string {
-	return []string{cloudscaleURLEnv + "=" + url, cloudscaleTokenEnv + "=" + token}
-}
+const cloudscaleName = ccm.Cloudscale
 
 type cloudscaleCloud struct {
 	instances *cloudscaleInstances
@@ -52,12 +43,12 @@ func newCloudscale(config io.Reader) (cloudprovider.Interface, error) {
 	if config != nil {
 		klog.Warning("--cloud-config received but ignored")
 	}
-	token := os.Getenv(cloudscaleTokenEnv)
+	token := os.Getenv(ccm.CloudscaleTokenEnv)
 	if token == "" {
-		return nil, fmt.Errorf("no %s configured", cloudscaleTokenEnv)
+		return nil, fmt.Errorf("no %s configured", ccm.CloudscaleTokenEnv)
 	}
 	timeout := 20 * time.Second
-	if s := os.Getenv(cloudscaleTimeoutEnv); s != "" {
+	if s := os.Getenv(ccm.CloudscaleTimeoutEnv); s != "" {
 		var n int
 		if _, err := fmt.Sscan(s, &n); err == nil && n > 0 {
 			timeout = time.Duration(n) * time.Second

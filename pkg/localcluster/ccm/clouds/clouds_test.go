@@ -1,4 +1,4 @@
-package ccm_test
+package clouds_test
 
 import (
 	"context"
@@ -30,10 +30,18 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/pkg/localcluster"
 	"github.com/appuio/machine-api-provider/pkg/localcluster/ccm"
+	"github.com/appuio/machine-api-provider/pkg/localcluster/ccm/clouds"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
 
+// asCCM, set, makes the test binary the CCM (ccm.Start runs it so): the
+// test tests the code it is built from, never a binary built before.
+const asCCM = "CLOUDS_TEST_AS_CLOUD_CONTROLLER_MANAGER"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(asCCM) != "" {
+		os.Exit(clouds.Main(os.Args[1:]))
+	}
 	// envtest logs through controller-runtime's logger, which, never set,
 	// prints a stack trace into the test's output after 30 s.
 	ctrllog.SetLogger(logr.Discard())
@@ -321,7 +329,11 @@ func testCCM(t *testing.T, cc cloudCase, rec *statuses) {
 		}
 	}
 	cc.harness.ResetRequests()
-	proc, err := ccm.Start(cluster, ccm.Options{Cloud: cc.name, Env: cc.env})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := ccm.Start(cluster, ccm.Options{Cloud: cc.name, Env: append(cc.env, asCCM+"=1"), Binary: self})
 	if err != nil {
 		t.Fatal(err)
 	}

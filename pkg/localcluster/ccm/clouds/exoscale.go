@@ -1,4 +1,4 @@
-package ccm
+package clouds
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
+
+	"github.com/appuio/machine-api-provider/pkg/localcluster/ccm"
 )
 
 // The Exoscale CCM, as exoscale/exoscale-cloud-controller-manager v0.34.0
@@ -35,20 +37,9 @@ import (
 // from EXOSCALE_API_ZONE (or EXOSCALE_ZONE; the vendor's last resort, the
 // instance's metadata service, does not exist here).
 const (
-	exoscaleName          = "exoscale"
+	exoscaleName          = ccm.Exoscale
 	exoscaleProviderIDPre = exoscaleName + "://"
-	exoscaleKeyEnv        = "EXOSCALE_API_KEY"
-	exoscaleSecretEnv     = "EXOSCALE_API_SECRET"
-	exoscaleEndpointEnv   = "EXOSCALE_API_ENDPOINT"
-	exoscaleZoneEnv       = "EXOSCALE_API_ZONE"
-	exoscaleLegacyZoneEnv = "EXOSCALE_ZONE"
 )
-
-// ExoscaleEnv is the environment of an Exoscale CCM of zone talking to the
-// API at endpoint ("http://127.0.0.1:port/v2") with the key and secret.
-func ExoscaleEnv(endpoint, key, secret, zone string) []string {
-	return []string{exoscaleEndpointEnv + "=" + endpoint, exoscaleKeyEnv + "=" + key, exoscaleSecretEnv + "=" + secret, exoscaleZoneEnv + "=" + zone}
-}
 
 // labelInvalidChars are removed from an instance type's name before it
 // becomes a label value (instances.go).
@@ -65,15 +56,15 @@ func newExoscale(config io.Reader) (cloudprovider.Interface, error) {
 	if config != nil {
 		return nil, errors.New("the local Exoscale CCM is configured by its environment only, not by --cloud-config")
 	}
-	zone := os.Getenv(exoscaleZoneEnv)
+	zone := os.Getenv(ccm.ExoscaleZoneEnv)
 	if zone == "" {
-		zone = os.Getenv(exoscaleLegacyZoneEnv)
+		zone = os.Getenv(ccm.ExoscaleLegacyZoneEnv)
 	}
 	if zone == "" {
-		return nil, fmt.Errorf("get metadata: no %s and no metadata service", exoscaleZoneEnv)
+		return nil, fmt.Errorf("get metadata: no %s and no metadata service", ccm.ExoscaleZoneEnv)
 	}
 	return &exoscaleCloud{
-		zone: zone, key: os.Getenv(exoscaleKeyEnv), secret: os.Getenv(exoscaleSecretEnv), endpoint: os.Getenv(exoscaleEndpointEnv),
+		zone: zone, key: os.Getenv(ccm.ExoscaleKeyEnv), secret: os.Getenv(ccm.ExoscaleSecretEnv), endpoint: os.Getenv(ccm.ExoscaleEndpointEnv),
 	}, nil
 }
 
