@@ -66,8 +66,7 @@ type emulated struct {
 	typeNoun string
 	// providerSpec is the worker MachineSet's provider spec in zone.
 	providerSpec func(zone, instanceType string) string
-	// otherZone is a second zone of the cloud, otherType a second
-	// instance type (on Exoscale named by its ID, as a spec may).
+	// otherZone and otherType are OtherMachineSet's zone and instance type.
 	otherZone, otherType string
 	// createRoute and deleteRoute are the harness's names of the server
 	// create and delete calls.
@@ -108,7 +107,7 @@ func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulato
 				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":%q,"instanceType":%q,"template":{"name":%q},"diskSize":50,"antiAffinityKey":"worker"}`,
 					zone, instanceType, emuexo.DefaultTemplates[0].Name)
 			},
-			otherZone: "ch-dk-2", otherType: emuexo.InstanceTypeID("standard.extra-large"),
+			otherZone: "ch-gva-2", otherType: emuexo.InstanceTypeID("standard.extra-large"),
 			createRoute: "POST /v2/instance", deleteRoute: "DELETE /v2/instance/{id}",
 			zone: "ch-gva-2", ccmKey: emuexo.DefaultAPIKey, ccmSecret: emuexo.DefaultAPISecret,
 			deleteServer: func(ctx context.Context, baseURL, id string) error {

@@ -34,23 +34,27 @@ func (e *Env) MachineSet(instanceType string) *machinev1.MachineSet {
 	return e.machineSet(e.MachineSetName, e.cloud.zone, instanceType)
 }
 
-// OtherZone is a second zone of the cloud (lpg1, ch-dk-2), OtherInstanceType
-// a second instance type (flex-16-4; on Exoscale standard.extra-large, by
-// its ID as a spec may name it).
-func (e *Env) OtherZone() string         { return e.cloud.otherZone }
-func (e *Env) OtherInstanceType() string { return e.cloud.otherType }
+// OtherMachineSet is a second worker MachineSet beside MachineSet's, with
+// 0 replicas and the cloud's 4-vCPU, 16-GiB instance type (flex-16-4;
+// on Exoscale standard.extra-large, named by its ID, as a spec may), in
+// OtherZone: on cloudscale.ch another zone (lpg1), on Exoscale the same
+// (ch-gva-2), as its CCM serves the one zone it is configured for (it asks
+// that zone's API endpoint, which knows no instance of another zone: their
+// Nodes stay uninitialized).
+func (e *Env) OtherMachineSet() *machinev1.MachineSet {
+	return e.machineSet(ClusterID+"-worker-large-"+zoneSuffix(e.cloud.otherZone), e.cloud.otherZone, e.cloud.otherType)
+}
 
-// MachineSetIn is a worker MachineSet like MachineSet's in another zone,
-// named after it as an installer names them (<cluster>-worker-lpg1,
-// <cluster>-worker-dk2).
-func (e *Env) MachineSetIn(zone, instanceType string) *machinev1.MachineSet {
-	suffix := zone
-	if e.Options.Cloud == Exoscale {
-		// ch-dk-2: dk2
-		parts := strings.Split(zone, "-")
-		suffix = strings.Join(parts[1:], "")
+// OtherZone is OtherMachineSet's zone.
+func (e *Env) OtherZone() string { return e.cloud.otherZone }
+
+// zoneSuffix ends a MachineSet's name, as an installer names them after
+// their zone: rma1, gva2 (ch-gva-2).
+func zoneSuffix(zone string) string {
+	if parts := strings.Split(zone, "-"); len(parts) > 1 {
+		return strings.Join(parts[1:], "")
 	}
-	return e.machineSet(ClusterID+"-worker-"+suffix, zone, instanceType)
+	return zone
 }
 
 func (e *Env) machineSet(name, zone, instanceType string) *machinev1.MachineSet {

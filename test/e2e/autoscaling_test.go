@@ -113,19 +113,20 @@ func testAutoscalingFromZeroAndBack(t *testing.T, cloud string) {
 // the MachineSet whose Nodes will carry that label, and only it: the
 // capacity publisher promises the labels the cloud's CCM sets on the Node,
 // not those the spec names. Beside the first MachineSet, now at zero, a
-// second one in another zone with another instance type (on Exoscale named
-// by its ID, as a spec may); one pod selects that instance type, one that
-// zone. On cloudscale.ch both scale the second MachineSet, whose Node the
-// CCM labels with both. The Exoscale CCM labels a Node with the instance
-// type as family.size and with no zone at all: the pod selecting the
-// instance type scales the second MachineSet (before, the template said the
-// type's ID, and nothing scaled), and the pod selecting a zone scales
-// nothing, as no Node would ever take it (before, it scaled the second
-// MachineSet up for a Node it could not run on).
+// second one with another instance type (on Exoscale named by its ID, as a
+// spec may), on cloudscale.ch in another zone (demo.Env.OtherMachineSet);
+// one pod selects that instance type, one that zone. On cloudscale.ch both
+// scale the second MachineSet, whose Node the CCM labels with both. The
+// Exoscale CCM labels a Node with the instance type as family.size and
+// with no zone at all: the pod selecting the instance type scales the
+// second MachineSet (before, the template said the type's ID, and nothing
+// scaled), and the pod selecting the zone scales nothing, as no Node would
+// ever take it (before, it scaled a MachineSet up for a Node it could not
+// run on).
 func testScaleUpBySelector(t *testing.T, e *demo.Env) {
 	ctx := context.Background()
 	first := e.MachineSetName
-	second := e.MachineSetIn(e.OtherZone(), e.OtherInstanceType())
+	second := e.OtherMachineSet()
 	if err := e.Client.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
