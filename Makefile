@@ -95,6 +95,15 @@ build: $(BIN_DIR)/machine-api-provider
 $(BIN_DIR)/machine-api-provider:
 	$(GO) build -o $@ ./cmd/machine-api-provider
 
+# The local control plane's cloud-controller-manager (pkg/localcluster/ccm):
+# k8s.io/cloud-provider's Node controllers with each vendor's rules, which
+# make demo, make e2e and make matrix run on platform External. A binary of
+# its own, so that the provider's carries none of k8s.io/cloud-provider.
+LOCAL_CCM := $(BIN_DIR)/cloud-controller-manager
+.PHONY: $(LOCAL_CCM)
+$(LOCAL_CCM):
+	$(GO) build -o $@ ./pkg/localcluster/ccm/cloud-controller-manager
+
 # The official cloudscale.ch SDK's own integration tests against the emulator
 # (test/conformance lists which of them must pass, and why the others can't),
 # and the Exoscale suite: every emulated operation through the unmodified
@@ -137,7 +146,7 @@ emulator: build
 CLOUD      ?=
 DEMO_FLAGS ?=
 .PHONY: demo
-demo: tools build
+demo: tools build $(LOCAL_CCM)
 	@echo "make demo: the first run builds the control plane, the cluster-autoscaler and its operator into bin/ (minutes); later runs start at once."
 	$(BIN_DIR)/machine-api-provider demo --bin-dir $(BIN_DIR) --cloud $(or $(CLOUD),cloudscale) $(DEMO_FLAGS)
 
@@ -152,7 +161,7 @@ demo: tools build
 # two clusters sharing one cloud account (test/twoclusters, about a minute).
 E2E_CLOUDS := $(if $(filter command line environment,$(origin CLOUD)),$(CLOUD))
 .PHONY: e2e
-e2e: tools
+e2e: tools $(LOCAL_CCM)
 	E2E=1 E2E_CLOUDS=$(E2E_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout 30m ./test/e2e/ ./test/adopt/ ./test/install/ ./test/twoclusters/
 
 # Chaos (test/chaos): two replicas of the manager binary with leader election
@@ -255,7 +264,7 @@ $(IMAGE_BIN):
 MATRIX_TIMEOUT ?= 90m
 MATRIX_CLOUDS   = $(if $(filter command line environment,$(origin CLOUD)),$(CLOUD))
 .PHONY: matrix matrix-build
-matrix: tools matrix-build
+matrix: tools matrix-build $(LOCAL_CCM)
 	MATRIX=1 MATRIX_ERAS="$(MATRIX_ERAS)" CLOUD=$(MATRIX_CLOUDS) MATRIX_PROVIDER=$(IMAGE_BIN) \
 		KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout $(MATRIX_TIMEOUT) -run '^TestMatrix$$' ./test/matrix/
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	configv1 "github.com/openshift/api/config/v1"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -21,6 +22,7 @@ func demoCommand() *cobra.Command {
 	var (
 		o                 demo.Options
 		instanceType, cpu string
+		platform          string
 		pods, maxNodes    int
 		keep              bool
 	)
@@ -28,7 +30,8 @@ func demoCommand() *cobra.Command {
 		Use:   "demo",
 		Short: "Show the autoscaling loop on this machine: from zero workers to enough and back",
 		Long: `Start a local OpenShift-like control plane with a cloud's emulator (--cloud:
-cloudscale.ch or Exoscale), this provider, the machine-api-operator's MachineSet,
+cloudscale.ch or Exoscale) on platform External, where the cloud's cloud-controller-manager
+initializes every new Node (--platform None: without one), this provider, the machine-api-operator's MachineSet,
 nodelink and MachineHealthCheck controllers and OpenShift's cluster-autoscaler-operator,
 which runs the real cluster-autoscaler from a ClusterAutoscaler; then give the
 worker MachineSet a MachineAutoscaler, deploy pods that fit nowhere and watch the
@@ -42,6 +45,10 @@ and the pods' logs to pods/ there.`,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			out := cmd.OutOrStdout()
 			if _, err := demo.Title(o.Cloud); err != nil {
+				return err
+			}
+			o.Platform = configv1.PlatformType(platform)
+			if err := demo.CheckPlatform(o.Platform); err != nil {
 				return err
 			}
 			if o.Dir == "" {
@@ -82,6 +89,7 @@ and the pods' logs to pods/ there.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Cloud, "cloud", demo.Cloudscale, "the cloud to emulate: "+strings.Join(demo.Clouds, " or "))
+	f.StringVar(&platform, "platform", string(demo.Platforms[0]), "the cluster's platform: External (the cloud's cloud-controller-manager initializes every Node) or None")
 	f.StringVar(&o.BinDir, "bin-dir", "bin", "directory with the binaries `make tools` builds")
 	f.StringVar(&o.Dir, "dir", "", "directory for the kubeconfig and logs (default: a new temporary one)")
 	f.DurationVar(&o.BootTime, "boot-time", 5*time.Second, "how long an emulated server takes to boot")
@@ -103,8 +111,12 @@ func runDemo(ctx context.Context, out io.Writer, o demo.Options, instanceType, c
 	if err != nil {
 		return err
 	}
-	step("starting etcd, kube-apiserver, controller-manager, scheduler, kwok, the %s emulator, the provider, the machine-api controllers, the cluster-autoscaler-operator and, from ClusterAutoscaler %s, the cluster-autoscaler (logs in %s)",
-		title, demo.ClusterAutoscalerName, o.Dir)
+	ccm := ""
+	if o.External() {
+		ccm = " and its cloud-controller-manager"
+	}
+	step("starting etcd, kube-apiserver, controller-manager, scheduler, kwok, the %s emulator%s (platform %s), the provider, the machine-api controllers, the cluster-autoscaler-operator and, from ClusterAutoscaler %s, the cluster-autoscaler (logs in %s)",
+		title, ccm, o.Platform, demo.ClusterAutoscalerName, o.Dir)
 	e, err := demo.Start(o)
 	defer func() {
 		step("stopping everything")

@@ -40,6 +40,7 @@ var foreignFlags = map[string]string{
 	"description": "exo iam role create", "policy": "exo iam role create",
 	"preserve-digests": "skopeo copy", "format": "skopeo copy", "from-oci-layout": "oras cp",
 	"scale-down-unneeded-time": "the cluster-autoscaler, as its operator renders it",
+	"cloud-provider":           "the kubelet and a cloud-controller-manager", "node-ip": "the kubelet",
 }
 
 // TestDocsMatchTheCode: every flag, annotation and label of ours, event

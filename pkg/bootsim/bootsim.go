@@ -1,9 +1,13 @@
 // Package bootsim plays the part of booting servers in the local cluster:
 // when an emulated server is running, its Node registers as the kubelet of
 // an OpenShift worker would — named as its Machine's NodeInternalDNS, with
-// the server's provider ID, addresses and capacity — and kwok keeps it
-// Ready. When the server is gone, its Node stops heartbeating, as a dead
-// kubelet's does, and the node controller finds it NotReady.
+// the server's capacity — and kwok keeps it Ready. On platform None the Node
+// comes with the server's provider ID, addresses and the cloud's labels; on
+// platform External it registers as a kubelet started with
+// --cloud-provider=external does, and a cloud-controller-manager
+// (pkg/localcluster/ccm) has to initialize it (Options.External). When the
+// server is gone, its Node stops heartbeating, as a dead kubelet's does, and
+// the node controller finds it NotReady.
 package bootsim
 
 import (
@@ -60,8 +64,27 @@ type Options struct {
 	MaxPods int
 	// Interval between looks at the emulator.
 	Interval time.Duration
-	Log      logr.Logger
+	// External registers Nodes as a kubelet started with
+	// --cloud-provider=external does on Kubernetes 1.29 and later: tainted
+	// node.cloudprovider.kubernetes.io/uninitialized (NoSchedule), without
+	// addresses (no --node-ip), without the cloud's instance-type, zone and
+	// region labels, with the instance's ID as its systemUUID (on Exoscale
+	// the CCM's only way to the instance), and without a providerID unless
+	// KubeletProviderID. The cloud's CCM sets the rest. Without External
+	// (platform None, a MachineConfig giving the kubelet its providerID)
+	// the Node has all of it at once.
+	External bool
+	// KubeletProviderID gives the kubelet of an External Node the server's
+	// providerID (--provider-id, as a MachineConfig that sets
+	// KUBELET_PROVIDERID does), which the CCM then looks the server up by.
+	KubeletProviderID bool
+	Log               logr.Logger
 }
+
+// UninitializedTaint is the taint a kubelet started with
+// --cloud-provider=external registers its Node with, until the CCM has
+// initialized it (k8s.io/cloud-provider/api.TaintExternalCloudProvider).
+var UninitializedTaint = corev1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}
 
 // Simulator registers and abandons Nodes for the servers of an emulator.
 type Simulator struct {
@@ -69,12 +92,12 @@ type Simulator struct {
 	cloud   Cloud
 	o       Options
 	running map[string]time.Time // provider ID -> first seen running
-	// registered: provider IDs whose Node has registered. A kubelet
-	// registers its Node once, when it starts; after that a deleted Node
-	// stays deleted. Without this, a Node the machine controller deletes
-	// right after the server could come back from a look at the emulator
-	// taken just before, and stay forever.
-	registered map[string]bool
+	// registered: the names of the Nodes registered, by the provider ID of
+	// their servers. A kubelet registers its Node once, when it starts;
+	// after that a deleted Node stays deleted. Without this, a Node the
+	// machine controller deletes right after the server could come back
+	// from a look at the emulator taken just before, and stay forever.
+	registered map[string]string
 }
 
 // New returns a simulator; Run starts it.
@@ -85,7 +108,7 @@ func New(c client.Client, cloud Cloud, o Options) *Simulator {
 	if o.Interval == 0 {
 		o.Interval = 500 * time.Millisecond
 	}
-	return &Simulator{client: c, cloud: cloud, o: o, running: map[string]time.Time{}, registered: map[string]bool{}}
+	return &Simulator{client: c, cloud: cloud, o: o, running: map[string]time.Time{}, registered: map[string]string{}}
 }
 
 // Run simulates until ctx ends.
@@ -137,17 +160,28 @@ func (s *Simulator) Step(ctx context.Context) error {
 			s.running[srv.ProviderID] = time.Now()
 			first = time.Now()
 		}
-		if time.Since(first) < s.o.RegisterDelay || s.registered[srv.ProviderID] {
+		if _, done := s.registered[srv.ProviderID]; done || time.Since(first) < s.o.RegisterDelay {
 			continue
 		}
-		if err := s.register(ctx, srv); err != nil {
+		name, err := s.register(ctx, srv)
+		if err != nil {
 			return err
 		}
-		s.registered[srv.ProviderID] = true
+		s.registered[srv.ProviderID] = name
+	}
+	// The Nodes whose servers are gone: those that have their provider ID
+	// (set by the kubelet or the CCM, or made by a test), and those this
+	// simulation registered, which on platform External have none until
+	// the CCM initialized them.
+	gone := map[string]bool{}
+	for id, name := range s.registered {
+		if !alive[id] {
+			gone[name] = true
+		}
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if n.Spec.ProviderID == "" || alive[n.Spec.ProviderID] || n.Annotations[localcluster.KwokNodeAnnotation] == "" {
+		if n.Annotations[localcluster.KwokNodeAnnotation] == "" || !gone[n.Name] && (n.Spec.ProviderID == "" || alive[n.Spec.ProviderID]) {
 			continue
 		}
 		// The server is gone: its kubelet no longer reports.
@@ -160,19 +194,24 @@ func (s *Simulator) Step(ctx context.Context) error {
 	for id := range s.running {
 		if !alive[id] {
 			delete(s.running, id)
+		}
+	}
+	for id := range s.registered {
+		if !alive[id] {
 			delete(s.registered, id)
 		}
 	}
 	return nil
 }
 
-// register creates the Node of a running server unless it exists.
-func (s *Simulator) register(ctx context.Context, srv Server) error {
+// register creates the Node of a running server unless it exists, and
+// returns its name.
+func (s *Simulator) register(ctx context.Context, srv Server) (string, error) {
 	name, providerID := srv.Name, srv.ProviderID
 	// The kubelet names its Node as the Machine's NodeInternalDNS says.
 	var machines machinev1.MachineList
 	if err := s.client.List(ctx, &machines); err != nil {
-		return err
+		return "", err
 	}
 	for _, m := range machines.Items {
 		if m.Spec.ProviderID != nil && *m.Spec.ProviderID == providerID {
@@ -186,14 +225,47 @@ func (s *Simulator) register(ctx context.Context, srv Server) error {
 	var existing corev1.Node
 	err := s.client.Get(ctx, client.ObjectKey{Name: name}, &existing)
 	if err == nil || !apierrors.IsNotFound(err) {
-		return err
+		return name, err
 	}
 	node := nodeFor(srv, name, s.o.MaxPods)
-	if err := s.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("registering node %s: %w", name, err)
+	if s.o.External {
+		external(node, s.o.KubeletProviderID)
 	}
-	s.o.Log.Info("server booted, node registered", "node", name, "providerID", providerID)
-	return nil
+	if err := s.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("registering node %s: %w", name, err)
+	}
+	s.o.Log.Info("server booted, node registered", "node", name, "providerID", node.Spec.ProviderID, "server", providerID)
+	return name, nil
+}
+
+// external turns the Node a kubelet registers on platform None into the one
+// it registers with --cloud-provider=external: what the CCM would set is not
+// there yet, and the Node waits for it, tainted. The kubelet's own labels
+// (hostname, os, arch, its --node-labels' role) stay.
+//
+// The Node registers with the status the kubelet posts (Ready, phase
+// Running), so that kwok only keeps it Ready (its lease) and never runs its
+// node-initialize stage on it: that stage writes status.addresses from its
+// own --node-ip when the Node has no InternalIP, which (kwok having none)
+// wipes the addresses the CCM set, as no kubelet started with
+// --cloud-provider=external does.
+func external(n *corev1.Node, keepProviderID bool) {
+	for _, k := range []string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, corev1.LabelTopologyRegion} {
+		delete(n.Labels, k)
+	}
+	n.Status.Addresses = nil
+	if !keepProviderID {
+		n.Spec.ProviderID = ""
+	}
+	n.Spec.Taints = append(n.Spec.Taints, UninitializedTaint)
+	now := metav1.Now()
+	n.Status.Phase = corev1.NodeRunning
+	n.Status.Conditions = []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: now, LastTransitionTime: now},
+	}
 }
 
 func nodeFor(srv Server, name string, maxPods int) *corev1.Node {

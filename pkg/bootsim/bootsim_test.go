@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -111,6 +112,20 @@ func exoscaleEmulator(t *testing.T) emulated {
 	}
 }
 
+// kubeClient is a client of a new API server with the Machine API.
+func kubeClient(t *testing.T) client.Client {
+	cfg, _ := testenv.Start(t, testenv.WithMachineAPI(t))
+	scheme, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // A running server gets the Node its kubelet would register — named as its
 // Machine's NodeInternalDNS, with its provider ID, capacity and addresses,
 // marked for kwok — and a deleted server's Node stops heartbeating; on
@@ -126,15 +141,7 @@ func TestNodesFollowServers(t *testing.T) {
 
 func testNodesFollowServers(t *testing.T, emu emulated) {
 	ctx := context.Background()
-	cfg, _ := testenv.Start(t, testenv.WithMachineAPI(t))
-	scheme, err := manager.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := kubeClient(t)
 	id := emu.create(t, "worker-a")
 
 	// The Machine says what the Node's name will be.
@@ -226,5 +233,79 @@ func testNodesFollowServers(t *testing.T, emu emulated) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Name: "worker-b"}, &corev1.Node{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the deleted Node worker-b registered again (%v)", err)
+	}
+}
+
+// On platform External a Node registers as a kubelet started with
+// --cloud-provider=external registers it — tainted uninitialized, without
+// providerID, addresses or the cloud's labels, with the instance ID as its
+// systemUUID, Ready — unless the kubelet is given its providerID; and the
+// Node of a deleted server stops heartbeating also when no CCM ever gave it
+// a providerID.
+func TestExternalNodes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		emu  func(*testing.T) emulated
+	}{{"cloudscale", cloudscaleEmulator}, {"exoscale", exoscaleEmulator}} {
+		t.Run(c.name, func(t *testing.T) { testExternalNodes(t, c.emu(t)) })
+	}
+}
+
+func testExternalNodes(t *testing.T, emu emulated) {
+	ctx := context.Background()
+	c := kubeClient(t)
+	a := emu.create(t, "worker-a")
+	sim := bootsim.New(c, emu.view, bootsim.Options{External: true})
+	if err := sim.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var node corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: "worker-a"}, &node); err != nil {
+		t.Fatal(err)
+	}
+	if node.Spec.ProviderID != "" || len(node.Status.Addresses) > 0 {
+		t.Errorf("providerID %q, addresses %v: the kubelet sets neither", node.Spec.ProviderID, node.Status.Addresses)
+	}
+	if !slices.Contains(node.Spec.Taints, bootsim.UninitializedTaint) {
+		t.Errorf("taints %v, want %v", node.Spec.Taints, bootsim.UninitializedTaint)
+	}
+	for _, k := range []string{"node.kubernetes.io/instance-type", "topology.kubernetes.io/zone", "topology.kubernetes.io/region"} {
+		if v, ok := node.Labels[k]; ok {
+			t.Errorf("label %s=%s: the CCM's, not the kubelet's", k, v)
+		}
+	}
+	if node.Status.NodeInfo.SystemUUID != a || node.Labels["kubernetes.io/hostname"] != "worker-a" {
+		t.Errorf("systemUUID %q (want the server's ID %s), labels %v", node.Status.NodeInfo.SystemUUID, a, node.Labels)
+	}
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		ready = ready || cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue
+	}
+	if !ready || node.Annotations[localcluster.KwokNodeAnnotation] != "fake" {
+		t.Errorf("conditions %v, annotations %v: want Ready, kept so by kwok", node.Status.Conditions, node.Annotations)
+	}
+
+	// A kubelet given its providerID (a MachineConfig's KUBELET_PROVIDERID).
+	b := emu.create(t, "worker-b")
+	withID := bootsim.New(c, emu.view, bootsim.Options{External: true, KubeletProviderID: true})
+	if err := withID.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "worker-b"}, &node); err != nil {
+		t.Fatal(err)
+	}
+	if node.Spec.ProviderID != emu.scheme+"://"+b || !slices.Contains(node.Spec.Taints, bootsim.UninitializedTaint) {
+		t.Errorf("providerID %q, taints %v: want the server's, still uninitialized", node.Spec.ProviderID, node.Spec.Taints)
+	}
+
+	emu.delete(t, a)
+	if err := sim.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "worker-a"}, &node); err != nil {
+		t.Fatal(err)
+	}
+	if _, managed := node.Annotations[localcluster.KwokNodeAnnotation]; managed {
+		t.Errorf("the Node of a deleted server, without providerID, still has its kubelet (kwok annotation)")
 	}
 }

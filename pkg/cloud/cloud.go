@@ -84,6 +84,11 @@ type Spec interface {
 	Zone() string
 	// RootVolumeGiB is the size of the root disk, for capacity publishing.
 	RootVolumeGiB() int
+	// NodeLabels are the labels the cloud's cloud-controller-manager gives
+	// the Node of a server of this spec and flavor f, as the vendor's CCM
+	// sets them on platform External (NodeLabels of this package): what a
+	// scale-from-zero template may promise.
+	NodeLabels(f *Flavor) map[string]string
 	// ServerName is the name the Machine's server gets, which is also its
 	// hostname and so the Node's name.
 	ServerName(machine string) string

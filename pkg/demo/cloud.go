@@ -1,11 +1,17 @@
 package demo
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	cssdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	v3 "github.com/exoscale/egoscale/v3"
+	"github.com/exoscale/egoscale/v3/credentials"
 
 	"github.com/appuio/machine-api-provider/pkg/bootsim"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -57,11 +63,22 @@ type emulated struct {
 	// clouds, so that the same workload needs the same number of workers.
 	instanceType string
 	// typeNoun is what the cloud calls an instance type.
-	typeNoun     string
-	providerSpec func(instanceType string) string
+	typeNoun string
+	// providerSpec is the worker MachineSet's provider spec in zone.
+	providerSpec func(zone, instanceType string) string
+	// otherZone and otherType are OtherMachineSet's zone and instance type.
+	otherZone, otherType string
 	// createRoute and deleteRoute are the harness's names of the server
 	// create and delete calls.
 	createRoute, deleteRoute string
+	// deleteServer deletes a server through the cloud's API at baseURL
+	// with the unmodified SDK, as someone with the account's credentials
+	// would behind the cluster's back.
+	deleteServer func(ctx context.Context, baseURL, id string) error
+	// zone is the worker MachineSet's; ccmKey and ccmSecret the
+	// credentials the cloud-controller-manager uses (a token, or an API
+	// key and secret).
+	zone, ccmKey, ccmSecret string
 }
 
 func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulator, *emuexo.Emulator, error) {
@@ -86,11 +103,25 @@ func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulato
 				return exocloud.New(exocloud.Options{APIEndpoint: baseURL + "v2", DefaultAPIKey: emuexo.DefaultAPIKey, DefaultAPISecret: emuexo.DefaultAPISecret})
 			},
 			zoneSuffix: "gva2", instanceType: "standard.large", typeNoun: "instance type",
-			providerSpec: func(instanceType string) string {
-				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":"ch-gva-2","instanceType":%q,"template":{"name":%q},"diskSize":50,"antiAffinityKey":"worker"}`,
-					instanceType, emuexo.DefaultTemplates[0].Name)
+			providerSpec: func(zone, instanceType string) string {
+				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":%q,"instanceType":%q,"template":{"name":%q},"diskSize":50,"antiAffinityKey":"worker"}`,
+					zone, instanceType, emuexo.DefaultTemplates[0].Name)
 			},
+			otherZone: "ch-gva-2", otherType: emuexo.InstanceTypeID("standard.extra-large"),
 			createRoute: "POST /v2/instance", deleteRoute: "DELETE /v2/instance/{id}",
+			zone: "ch-gva-2", ccmKey: emuexo.DefaultAPIKey, ccmSecret: emuexo.DefaultAPISecret,
+			deleteServer: func(ctx context.Context, baseURL, id string) error {
+				c, err := v3.NewClient(credentials.NewStaticCredentials(emuexo.DefaultAPIKey, emuexo.DefaultAPISecret), v3.ClientOptWithEndpoint(v3.Endpoint(baseURL+"v2")))
+				if err != nil {
+					return err
+				}
+				op, err := c.DeleteInstance(ctx, v3.UUID(id))
+				if err != nil {
+					return err
+				}
+				_, err = c.Wait(ctx, op, v3.OperationStateSuccess)
+				return err
+			},
 		}, nil, emu, nil
 	default:
 		emu, err := emucs.New(emucs.Config{BootTime: bootTime})
@@ -103,10 +134,18 @@ func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulato
 				return cscloud.New(cscloud.Options{BaseURL: baseURL, DefaultToken: "demo"})
 			},
 			zoneSuffix: "rma1", instanceType: "flex-8-4", typeNoun: "flavor",
-			providerSpec: func(flavor string) string {
-				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"antiAffinityKey":"worker"}`, flavor)
+			providerSpec: func(zone, flavor string) string {
+				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":%q,"flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"antiAffinityKey":"worker"}`, zone, flavor)
 			},
+			otherZone: "lpg1", otherType: "flex-16-4",
 			createRoute: "POST /v1/servers", deleteRoute: "DELETE /v1/servers/{uuid}",
+			zone: "rma1", ccmKey: "ccm",
+			deleteServer: func(ctx context.Context, baseURL, id string) error {
+				c := cssdk.NewClient(nil)
+				c.BaseURL, _ = url.Parse(baseURL)
+				c.AuthToken = "someone-else"
+				return c.Servers.Delete(ctx, id)
+			},
 		}, emu, nil, nil
 	}
 }
@@ -147,6 +186,12 @@ func (v exoscaleView) Servers() []bootsim.Server {
 		})
 	}
 	return out
+}
+
+// DeleteServer deletes a server through the cloud's API, not through the
+// cluster: as someone with the account's credentials would, behind its back.
+func (e *Env) DeleteServer(ctx context.Context, id string) error {
+	return e.cloud.deleteServer(ctx, e.APIURL, id)
 }
 
 // CloudscaleServers and ExoscaleServers are the boot simulation's views of

@@ -52,6 +52,12 @@ type Options struct {
 	// ClusterID is the cluster's infrastructure name, in its
 	// Infrastructure, and the provider's identity. Default ClusterID.
 	ClusterID string
+	// Platform is the Infrastructure's platform: External (the default),
+	// where the cloud's cloud-controller-manager (pkg/localcluster/ccm)
+	// initializes every Node, which registers as a kubelet with
+	// --cloud-provider=external does; or None, where Nodes register with
+	// their provider ID, addresses and labels and no CCM runs.
+	Platform configv1.PlatformType
 	// BinDir holds the tools `make tools` builds, the
 	// cluster-autoscaler-operator, its manifests and the cluster-autoscaler
 	// included.
@@ -70,7 +76,11 @@ type Options struct {
 	// scaleDown.unneededTime and delayAfterAdd. The defaults (10 minutes
 	// each) suit a cluster, not a demo: these default to 20 seconds.
 	ScaleDownUnneeded, ScaleDownDelayAfterAdd time.Duration
-	Log                                       logr.Logger
+	// SyncPeriod is how often the provider reconciles every Machine
+	// without a change (the manager's --sync-period); 0 is
+	// controller-runtime's default.
+	SyncPeriod time.Duration
+	Log        logr.Logger
 }
 
 // Default autoscaler timing, and how often it looks: the
@@ -87,6 +97,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ClusterID == "" {
 		o.ClusterID = ClusterID
+	}
+	if o.Platform == "" {
+		o.Platform = configv1.ExternalPlatformType
 	}
 	if o.ScaleDownUnneeded == 0 {
 		o.ScaleDownUnneeded = defaultScaleDownDelay
@@ -113,6 +126,7 @@ type Env struct {
 	// Exoscale API's default endpoint is APIURL + "v2").
 	APIURL  string
 	kubelet *kubelet // of ControlPlaneNode, with Options.Autoscaler
+	ccm     *localcluster.Process
 	cloud   *emulated
 	cancel  context.CancelFunc
 	stops   []func()
@@ -122,6 +136,9 @@ type Env struct {
 func Start(o Options) (*Env, error) {
 	o = o.withDefaults()
 	if _, err := Title(o.Cloud); err != nil {
+		return nil, err
+	}
+	if err := CheckPlatform(o.Platform); err != nil {
 		return nil, err
 	}
 	// The machine-api-operator's controllers log through klog.
@@ -179,6 +196,11 @@ func Start(o Options) (*Env, error) {
 	srv := httptest.NewServer(e.cloud.handler)
 	e.stops = append(e.stops, srv.Close)
 	e.APIURL = srv.URL + "/"
+	if o.External() {
+		if err := e.startCCM(e.APIURL); err != nil {
+			return e, err
+		}
+	}
 
 	mgr, err := manager.New(e.Cluster.Config, manager.Options{
 		Cloud:                  e.cloud.provider(srv.URL + "/"),
@@ -189,6 +211,7 @@ func Start(o Options) (*Env, error) {
 		HealthProbeBindAddress: "0",
 		Log:                    o.Log.WithName("provider"),
 		AllowManyPerProcess:    true,
+		SyncPeriod:             o.SyncPeriod,
 	})
 	if err != nil {
 		return e, err
@@ -197,7 +220,7 @@ func Start(o Options) (*Env, error) {
 	if err := e.startMachineAPIControllers(ctx, e.Cluster.Config, o.Log); err != nil {
 		return e, err
 	}
-	sim := bootsim.New(e.Client, e.cloud.view, bootsim.Options{RegisterDelay: o.RegisterDelay, Log: o.Log.WithName("boot")})
+	sim := bootsim.New(e.Client, e.cloud.view, bootsim.Options{RegisterDelay: o.RegisterDelay, External: o.External(), Log: o.Log.WithName("boot")})
 	e.run(ctx, sim.Run)
 
 	if o.Autoscaler {

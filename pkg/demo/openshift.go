@@ -30,13 +30,13 @@ func (e *Env) openShiftObjects(ctx context.Context) error {
 		return err
 	}
 	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
-	infra.Spec.PlatformSpec.Type = configv1.ExternalPlatformType
+	infra.Spec.PlatformSpec = e.Options.platformSpec()
 	if err := e.Client.Create(ctx, infra); err != nil {
 		return err
 	}
 	infra.Status = configv1.InfrastructureStatus{
 		InfrastructureName:   e.Options.ClusterID,
-		PlatformStatus:       &configv1.PlatformStatus{Type: configv1.ExternalPlatformType},
+		PlatformStatus:       e.Options.platformStatus(),
 		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
 	}
 	if err := e.Client.Status().Update(ctx, infra); err != nil {

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/pkg/bootsim"
 )
 
 // WorkloadNamespace and WorkloadName name the demo's Deployment.
@@ -28,32 +31,59 @@ const (
 // a MachineAutoscaler (autoscaling.go), whose bounds the
 // cluster-autoscaler-operator writes onto it.
 func (e *Env) MachineSet(instanceType string) *machinev1.MachineSet {
+	return e.machineSet(e.MachineSetName, e.cloud.zone, instanceType)
+}
+
+// OtherMachineSet is a second worker MachineSet beside MachineSet's, with
+// 0 replicas and the cloud's 4-vCPU, 16-GiB instance type (flex-16-4;
+// on Exoscale standard.extra-large, named by its ID, as a spec may), in
+// OtherZone: on cloudscale.ch another zone (lpg1), on Exoscale the same
+// (ch-gva-2), as its CCM serves the one zone it is configured for (it asks
+// that zone's API endpoint, which knows no instance of another zone: their
+// Nodes stay uninitialized).
+func (e *Env) OtherMachineSet() *machinev1.MachineSet {
+	return e.machineSet(e.Options.ClusterID+"-worker-large-"+zoneSuffix(e.cloud.otherZone), e.cloud.otherZone, e.cloud.otherType)
+}
+
+// OtherZone is OtherMachineSet's zone.
+func (e *Env) OtherZone() string { return e.cloud.otherZone }
+
+// zoneSuffix ends a MachineSet's name, as an installer names them after
+// their zone: rma1, gva2 (ch-gva-2).
+func zoneSuffix(zone string) string {
+	if parts := strings.Split(zone, "-"); len(parts) > 1 {
+		return strings.Join(parts[1:], "")
+	}
+	return zone
+}
+
+func (e *Env) machineSet(name, zone, instanceType string) *machinev1.MachineSet {
 	if instanceType == "" {
 		instanceType = e.cloud.instanceType
 	}
 	labels := map[string]string{
 		"machine.openshift.io/cluster-api-cluster":      e.Options.ClusterID,
-		"machine.openshift.io/cluster-api-machineset":   e.MachineSetName,
+		"machine.openshift.io/cluster-api-machineset":   name,
 		"machine.openshift.io/cluster-api-machine-role": "worker",
 		"machine.openshift.io/cluster-api-machine-type": "worker",
 	}
 	zero := int32(0)
 	ms := &machinev1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: e.MachineSetName, Namespace: Namespace,
+			Name: name, Namespace: Namespace,
 			Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": e.Options.ClusterID},
 		},
 		Spec: machinev1.MachineSetSpec{
 			Replicas: &zero,
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{
 				"machine.openshift.io/cluster-api-cluster":    e.Options.ClusterID,
-				"machine.openshift.io/cluster-api-machineset": e.MachineSetName,
+				"machine.openshift.io/cluster-api-machineset": name,
 			}},
 			Template: machinev1.MachineTemplateSpec{ObjectMeta: machinev1.ObjectMeta{Labels: labels}},
 		},
 	}
 	ms.Spec.Template.Spec.ObjectMeta.Labels = map[string]string{"node-role.kubernetes.io/worker": ""}
-	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(e.cloud.providerSpec(instanceType))}
+	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(e.cloud.providerSpec(zone, instanceType))}
 	return ms
 }
 
@@ -87,11 +117,15 @@ func (e *Env) ScaleWorkload(ctx context.Context, replicas int32) error {
 
 // State is what the demo shows and the e2e test checks.
 type State struct {
-	Replicas                 int32          // the MachineSet's
-	Machines                 map[string]int // by phase
-	MachineCount             int
-	Servers, ServersRunning  int
-	Nodes, NodesReady        int   // workers: the control plane's are not counted
+	Replicas                int32          // the MachineSet's
+	Machines                map[string]int // by phase
+	MachineCount            int
+	Servers, ServersRunning int
+	Nodes, NodesReady       int // workers: the control plane's are not counted
+	// NodesUninitialized are Nodes still waiting for the
+	// cloud-controller-manager (tainted uninitialized): not counted Ready,
+	// as no pod can run there yet.
+	NodesUninitialized       int
 	Workload                 int32 // the Deployment's replicas: pods wanted
 	PodsPending, PodsRunning int
 }
@@ -139,6 +173,10 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 			continue
 		}
 		st.Nodes++
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == bootsim.UninitializedTaint.Key }) {
+			st.NodesUninitialized++
+			continue
+		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
 				st.NodesReady++
@@ -176,8 +214,12 @@ func (s State) String() string {
 	if len(phases) > 0 {
 		machines = strings.Join(phases, ", ")
 	}
-	return fmt.Sprintf("replicas %d | machines: %-34s | servers %d (%d running) | nodes %d/%d Ready | pods %d running, %d pending",
-		s.Replicas, machines, s.Servers, s.ServersRunning, s.NodesReady, s.Nodes, s.PodsRunning, s.PodsPending)
+	uninitialized := ""
+	if s.NodesUninitialized > 0 {
+		uninitialized = fmt.Sprintf(" (%d uninitialized)", s.NodesUninitialized)
+	}
+	return fmt.Sprintf("replicas %d | machines: %-34s | servers %d (%d running) | nodes %d/%d Ready%s | pods %d running, %d pending",
+		s.Replicas, machines, s.Servers, s.ServersRunning, s.NodesReady, s.Nodes, uninitialized, s.PodsRunning, s.PodsPending)
 }
 
 // Milestones records when the cycle reached each phase, as the time since
@@ -261,6 +303,9 @@ func (e *Env) Watch(ctx context.Context, m *Milestones, interval time.Duration, 
 			if err := e.kubelet.failed(); err != nil {
 				return st, fmt.Errorf("%w; the logs are in %s", err, e.kubelet.o.Dir)
 			}
+		}
+		if err := e.ccmFailed(); err != nil {
+			return st, err
 		}
 	}
 }

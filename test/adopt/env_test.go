@@ -24,6 +24,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -102,7 +103,10 @@ func start(t *testing.T, cloudName, clusterID string) *env {
 	testLog.w = logFile
 	testLog.Unlock()
 	log := funcr.New(logToTest, funcr.Options{Verbosity: 2, LogTimestamp: true})
-	e, err := demo.Start(demo.Options{Cloud: cloudName, ClusterID: clusterID, BinDir: bin, Dir: dir, BootTime: 2 * time.Second, RegisterDelay: time.Second, Log: log})
+	// Platform None: the clusters Terraform made before APPUiO installed on
+	// platform External, whose Nodes have their addresses from the kubelet
+	// (the platform External runs are test/e2e's and test/install's).
+	e, err := demo.Start(demo.Options{Cloud: cloudName, ClusterID: clusterID, Platform: configv1.NonePlatformType, BinDir: bin, Dir: dir, BootTime: 2 * time.Second, RegisterDelay: time.Second, Log: log})
 	t.Cleanup(func() {
 		if e != nil {
 			_ = e.Stop()

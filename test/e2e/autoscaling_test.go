@@ -3,11 +3,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -101,6 +105,123 @@ func testAutoscalingFromZeroAndBack(t *testing.T, cloud string) {
 	assertNoneRefused(t, e)
 	t.Logf("phase times on %s: %s", e.Title(), m)
 	phaseTimes.add(cloud, "autoscaling", m.String())
+
+	testScaleUpBySelector(t, e)
+}
+
+// Pending pods that select a zone or an instance type scale up, from zero,
+// the MachineSet whose Nodes will carry that label, and only it: the
+// capacity publisher promises the labels the cloud's CCM sets on the Node,
+// not those the spec names. Beside the first MachineSet, now at zero, a
+// second one with another instance type (on Exoscale named by its ID, as a
+// spec may), on cloudscale.ch in another zone (demo.Env.OtherMachineSet);
+// one pod selects that instance type, one that zone. On cloudscale.ch both
+// scale the second MachineSet, whose Node the CCM labels with both. The
+// Exoscale CCM labels a Node with the instance type as family.size and
+// with no zone at all: the pod selecting the instance type scales the
+// second MachineSet (before, the template said the type's ID, and nothing
+// scaled), and the pod selecting the zone scales nothing, as no Node would
+// ever take it (before, it scaled a MachineSet up for a Node it could not
+// run on).
+func testScaleUpBySelector(t *testing.T, e *demo.Env) {
+	ctx := context.Background()
+	first := e.MachineSetName
+	second := e.OtherMachineSet()
+	if err := e.Client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, demo.MachineAutoscaler(second.Name, 0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	var m demo.Milestones
+	var typeLabel string
+	watchFor(t, e, &m, 2*time.Minute, "the bounds and capacity of MachineSet "+second.Name, func() bool {
+		var ms machinev1.MachineSet
+		if e.Client.Get(ctx, client.ObjectKeyFromObject(second), &ms) != nil || ms.Annotations[demo.MaxSizeAnnotation] != "2" {
+			return false
+		}
+		for _, l := range strings.Split(ms.Annotations[capacity.LabelsKey], ",") {
+			if k, v, _ := strings.Cut(l, "="); k == corev1.LabelInstanceTypeStable {
+				typeLabel = v
+			}
+		}
+		return typeLabel != ""
+	})
+	pod := func(name string, selector map[string]string) *corev1.Pod {
+		selector["node-role.kubernetes.io/worker"] = ""
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demo.WorkloadNamespace},
+			Spec: corev1.PodSpec{
+				NodeSelector: selector,
+				Containers: []corev1.Container{{Name: "app", Image: "registry.example/demo-app:1",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
+			},
+		}
+	}
+	wantType := map[string]string{demo.Cloudscale: "flex-16-4", demo.Exoscale: "standard.extra-large"}[e.Options.Cloud]
+	byType := pod("by-instance-type", map[string]string{corev1.LabelInstanceTypeStable: wantType})
+	byZone := pod("by-zone", map[string]string{corev1.LabelTopologyZone: e.OtherZone()})
+	for _, p := range []*corev1.Pod{byType, byZone} {
+		if err := e.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zoneLabelled := e.Options.Cloud != demo.Exoscale
+	replicas := func(name string) int32 {
+		var ms machinev1.MachineSet
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: name}, &ms); err != nil || ms.Spec.Replicas == nil {
+			return -1
+		}
+		return *ms.Spec.Replicas
+	}
+	running := func(p *corev1.Pod) bool {
+		var cur corev1.Pod
+		return e.Client.Get(ctx, client.ObjectKeyFromObject(p), &cur) == nil && cur.Status.Phase == corev1.PodRunning
+	}
+	notTriggered := func(p *corev1.Pod) bool {
+		var events corev1.EventList
+		_ = e.Client.List(ctx, &events, client.InNamespace(p.Namespace))
+		return slices.ContainsFunc(events.Items, func(ev corev1.Event) bool {
+			return ev.InvolvedObject.Name == p.Name && ev.Reason == "NotTriggerScaleUp"
+		})
+	}
+	var wrong []string
+	watchFor(t, e, &m, 5*time.Minute, "the pods selecting "+second.Name+"'s Node Running on it", func() bool {
+		if r := replicas(first); r != 0 {
+			wrong = append(wrong, fmt.Sprintf("%s scaled to %d", first, r))
+		}
+		if r := replicas(second.Name); r > 1 {
+			wrong = append(wrong, fmt.Sprintf("%s scaled to %d", second.Name, r))
+		}
+		if zoneLabelled {
+			return running(byType) && running(byZone)
+		}
+		return running(byType) && notTriggered(byZone)
+	})
+	if len(wrong) > 0 {
+		t.Errorf("only %s was to scale, to 1: %s", second.Name, strings.Join(slices.Compact(wrong), "; "))
+	}
+	if !zoneLabelled {
+		var cur corev1.Pod
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(byZone), &cur); err != nil || cur.Status.Phase != corev1.PodPending {
+			t.Errorf("pod %s selecting a zone label no %s Node has: phase %q, want Pending (%v)", byZone.Name, e.Title(), cur.Status.Phase, err)
+		}
+	}
+	// The pods run on the second MachineSet's Node, labelled by the CCM as
+	// the template promised.
+	var cur corev1.Pod
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(byType), &cur); err != nil {
+		t.Fatal(err)
+	}
+	var node corev1.Node
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: cur.Spec.NodeName}, &node); err != nil {
+		t.Fatal(err)
+	}
+	if node.Labels[corev1.LabelInstanceTypeStable] != typeLabel {
+		t.Errorf("node %s: instance type %q, the template promised %q", node.Name, node.Labels[corev1.LabelInstanceTypeStable], typeLabel)
+	}
+	assertLinked(t, e)
+	t.Logf("scale-up by selector on %s: %s", e.Title(), m)
 }
 
 // workers selects the worker Nodes: not the control-plane Node that runs

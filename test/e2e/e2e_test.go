@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/appuio/machine-api-provider/pkg/bootsim"
 	"github.com/appuio/machine-api-provider/pkg/demo"
+	"github.com/appuio/machine-api-provider/pkg/localcluster/ccm"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
 
@@ -97,7 +100,9 @@ func (p *phases) print(w io.Writer) {
 	}
 }
 
-func start(t *testing.T, cloud string, autoscaler bool) *demo.Env {
+// start starts the environment on cloud, on platform External (the cloud's
+// CCM initializes every Node) unless an option says otherwise.
+func start(t *testing.T, cloud string, autoscaler bool, opts ...func(*demo.Options)) *demo.Env {
 	t.Helper()
 	if os.Getenv("E2E") == "" {
 		t.Skip("end-to-end test: run `make e2e` (E2E=1)")
@@ -119,12 +124,16 @@ func start(t *testing.T, cloud string, autoscaler bool) *demo.Env {
 	testLog.w = logFile
 	testLog.Unlock()
 	log := funcr.New(logToTest, funcr.Options{Verbosity: 2, LogTimestamp: true})
-	e, err := demo.Start(demo.Options{
+	o := demo.Options{
 		Cloud:  cloud,
 		BinDir: bin, Dir: dir, BootTime: 3 * time.Second, RegisterDelay: 2 * time.Second, Autoscaler: autoscaler, Log: log,
 		// Short, so that scaling down to zero is part of the test.
 		ScaleDownUnneeded: 10 * time.Second, ScaleDownDelayAfterAdd: 10 * time.Second,
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	e, err := demo.Start(o)
 	t.Cleanup(func() {
 		if e != nil {
 			_ = e.Stop()
@@ -163,7 +172,9 @@ func watch(t *testing.T, e *demo.Env, m *demo.Milestones, timeout time.Duration,
 }
 
 // Machines, servers and Nodes line up: every Machine's NodeInternalDNS is
-// its Node's name and the Node's providerID is the Machine's.
+// its Node's name, the Node's providerID is the Machine's, and its server
+// is named as the Node (the name the cloudscale.ch CCM finds a Node's
+// server by). On platform External every Node was initialized by the CCM.
 func assertLinked(t *testing.T, e *demo.Env) {
 	t.Helper()
 	ctx := context.Background()
@@ -193,15 +204,62 @@ func assertLinked(t *testing.T, e *demo.Env) {
 		if m.Spec.ProviderID == nil || node.Spec.ProviderID != *m.Spec.ProviderID {
 			t.Errorf("machine %s: providerID %v, node's %q", m.Name, m.Spec.ProviderID, node.Spec.ProviderID)
 		}
+		for _, s := range e.Servers() {
+			if m.Spec.ProviderID != nil && s.ProviderID == *m.Spec.ProviderID && s.Name != node.Name {
+				t.Errorf("machine %s: server named %q, its node %q", m.Name, s.Name, node.Name)
+			}
+		}
+		if e.Options.External() {
+			assertInitialized(t, &node)
+		}
+	}
+}
+
+// assertInitialized: the Node was initialized by the cloud's CCM, as on a
+// cluster on platform External: the uninitialized taint is gone, and its
+// providerID, the cloud's labels and its addresses were written by the CCM
+// process (the field manager of its writes), which alone sets them: the
+// simulated kubelet registered the Node without any of them.
+func assertInitialized(t *testing.T, n *corev1.Node) {
+	t.Helper()
+	for _, taint := range n.Spec.Taints {
+		if taint.Key == bootsim.UninitializedTaint.Key {
+			t.Errorf("node %s is still tainted %s", n.Name, taint.Key)
+		}
+	}
+	var ccmFields string
+	for _, f := range n.ManagedFields {
+		if f.Manager == ccm.ProcessName && f.FieldsV1 != nil {
+			ccmFields += string(f.FieldsV1.Raw)
+		}
+	}
+	for _, field := range []string{`"f:providerID"`, `"f:` + corev1.LabelInstanceTypeStable + `"`, `"f:` + corev1.LabelTopologyRegion + `"`, `"f:addresses"`} {
+		if !strings.Contains(ccmFields, field) {
+			t.Errorf("node %s: %s not written by the %s (its fields: %s)", n.Name, field, ccm.ProcessName, ccmFields)
+		}
+	}
+	if !slices.ContainsFunc(n.Status.Addresses, func(a corev1.NodeAddress) bool {
+		return a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP
+	}) {
+		t.Errorf("node %s has no IP address: %v", n.Name, n.Status.Addresses)
 	}
 }
 
 func TestMachineSetScaledByHand(t *testing.T) { eachCloud(t, testMachineSetScaledByHand) }
 
+// On cloudscale.ch the MachineSet has a baseDomain, as MachineSets of
+// appuio's provider and adopted Terraform clusters do: its servers are still
+// named as their Nodes, so the CCM finds each Node's server by the Node's
+// name (the kubelet gave it no providerID), and every Node is initialized
+// and linked (before, the servers were named <machine>.<baseDomain> and the
+// Nodes stayed uninitialized, without providerID or address).
 func testMachineSetScaledByHand(t *testing.T, cloud string) {
 	e := start(t, cloud, false)
 	ctx := context.Background()
 	ms := e.MachineSet("")
+	if cloud == demo.Cloudscale {
+		setSpec(t, ms, "baseDomain", "c1.example.com")
+	}
 	if err := e.Client.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
@@ -214,4 +272,19 @@ func testMachineSetScaledByHand(t *testing.T, cloud string) {
 		return s.Machines["Running"] == 2 && s.NodesReady == 2
 	})
 	assertLinked(t, e)
+}
+
+// setSpec sets a field of the MachineSet's provider spec.
+func setSpec(t *testing.T, ms *machinev1.MachineSet, field string, value any) {
+	t.Helper()
+	spec := map[string]any{}
+	if err := json.Unmarshal(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, &spec); err != nil {
+		t.Fatal(err)
+	}
+	spec[field] = value
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms.Spec.Template.Spec.ProviderSpec.Value.Raw = raw
 }

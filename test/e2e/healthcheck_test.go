@@ -8,8 +8,10 @@ import (
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +28,10 @@ func TestMachineHealthCheckReplacesNotReadyMachine(t *testing.T) {
 }
 
 func testMachineHealthCheckReplacesNotReadyMachine(t *testing.T, cloud string) {
-	e := start(t, cloud, false)
+	// The provider reconciles every Machine often, as --sync-period does
+	// every 10 minutes on a cluster: a server deleted behind the cluster's
+	// back makes its Machine Failed at the next one.
+	e := start(t, cloud, false, func(o *demo.Options) { o.SyncPeriod = 10 * time.Second })
 	ctx := context.Background()
 	ms := e.MachineSet("")
 	if err := e.Client.Create(ctx, ms); err != nil {
@@ -91,6 +96,92 @@ func testMachineHealthCheckReplacesNotReadyMachine(t *testing.T, cloud string) {
 		notReady.Round(100*time.Millisecond), sick.Name, sickGone.Round(100*time.Millisecond), replaced.Round(100*time.Millisecond))
 	t.Logf("MachineHealthCheck replacement on %s: %s", e.Title(), times)
 	phaseTimes.add(cloud, "MHC", times)
+
+	if e.Options.External() {
+		testServerDeletedBehindTheBack(t, e, mhc)
+	}
+}
+
+// A server deleted behind the cluster's back, through the cloud's API: its
+// kubelet dies with it, the Node goes NotReady, and the CCM's
+// cloud-node-lifecycle controller finds the server gone and deletes the
+// Node; the provider finds no server for the Machine, which goes Failed; and
+// the MachineHealthCheck replaces it, once. The MachineHealthCheck is paused
+// until then: its NotReady timeout (seconds, for the test) would race the
+// CCM, which is what this shows.
+func testServerDeletedBehindTheBack(t *testing.T, e *demo.Env, mhc *machinev1.MachineHealthCheck) {
+	ctx := context.Background()
+	paused := func(on bool) {
+		t.Helper()
+		value := "null"
+		if on {
+			value = `""`
+		}
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"cluster.x-k8s.io/paused":`+value+`}}}`))
+		if err := e.Client.Patch(ctx, mhc, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paused(true)
+	victim := onlyMachine(t, e)
+	nodeName := victim.Status.NodeRef.Name
+	id := ""
+	for _, s := range e.Servers() {
+		if victim.Spec.ProviderID != nil && s.ProviderID == *victim.Spec.ProviderID {
+			id = s.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no server of Machine %s", victim.Name)
+	}
+	createdBefore, _ := e.ServerCalls()
+	if err := e.DeleteServer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	var m demo.Milestones
+	var nodeGone, failed time.Duration
+	watchFor(t, e, &m, 3*time.Minute, "the Node of the deleted server gone and Machine "+victim.Name+" Failed", func() bool {
+		if nodeGone == 0 && apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKey{Name: nodeName}, &corev1.Node{})) {
+			nodeGone = time.Since(deleted)
+		}
+		var cur machinev1.Machine
+		if failed == 0 && e.Client.Get(ctx, client.ObjectKeyFromObject(&victim), &cur) == nil && ptr.Deref(cur.Status.Phase, "") == machinev1.PhaseFailed {
+			failed = time.Since(deleted)
+		}
+		return nodeGone != 0 && failed != 0
+	})
+	// The CCM deleted it, saying why, and nothing else did.
+	var events corev1.EventList
+	if err := e.Client.List(ctx, &events); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(events.Items, func(ev corev1.Event) bool {
+		return ev.InvolvedObject.Kind == "Node" && ev.InvolvedObject.Name == nodeName && ev.Reason == "DeletingNode" && ev.Source.Component == "cloud-node-lifecycle-controller"
+	}) {
+		t.Errorf("no DeletingNode event of the cloud-node-lifecycle-controller for node %s", nodeName)
+	}
+
+	paused(false)
+	var replaced time.Duration
+	watch(t, e, &m, 4*time.Minute, "a new Machine Running in place of "+victim.Name, func(s demo.State) bool {
+		var list machinev1.MachineList
+		_ = e.Client.List(ctx, &list, client.InNamespace(demo.Namespace))
+		done := s.Machines["Running"] == 1 && s.MachineCount == 1 && s.Servers == 1 && s.NodesReady == 1 &&
+			len(list.Items) == 1 && list.Items[0].Name != victim.Name
+		if done {
+			replaced = time.Since(deleted)
+		}
+		return done
+	})
+	if created, _ := e.ServerCalls(); created-createdBefore != 1 {
+		t.Errorf("%d servers created in place of the deleted one, want 1", created-createdBefore)
+	}
+	assertLinked(t, e)
+	times := fmt.Sprintf("server deleted → Node deleted by the CCM %s, Machine Failed %s, new Machine Running with a Ready Node %s",
+		nodeGone.Round(100*time.Millisecond), failed.Round(100*time.Millisecond), replaced.Round(100*time.Millisecond))
+	t.Logf("server deleted behind the cluster's back on %s: %s", e.Title(), times)
+	phaseTimes.add(e.Options.Cloud, "server gone", times)
 }
 
 func onlyMachine(t *testing.T, e *demo.Env) machinev1.Machine {

@@ -253,14 +253,22 @@ func TestSeventeenMachinesThreeGroups(t *testing.T) {
 
 // TestCapacity: the capacity publisher annotates MachineSets with what an
 // instance type offers, from the instance-type API, for a standard and a
-// GPU type, with the upstream and the OpenShift keys.
+// GPU type, with the upstream and the OpenShift keys; and the labels as the
+// Exoscale CCM will set them on the Node: the instance type as family.size
+// also when the spec names it by ID, the zone as the region, and no zone
+// label, which that CCM never sets.
 func TestCapacity(t *testing.T) {
 	e := env(t, emu.Config{})
 	startManager(t, e, manager.Options{CapacityPublisher: true})
 	ctx := context.Background()
+	byID := emu.InstanceTypeID("standard.large")
+	if byID == "" {
+		t.Fatal("the emulator has no standard.large")
+	}
 	for name, s := range map[string]string{
 		"c1-worker":     spec(nil),
 		"c1-gpu-worker": spec(func(s map[string]any) { s["zone"] = "de-fra-1"; s["instanceType"] = "gpu3.medium"; s["diskSize"] = 400 }),
+		"c1-by-id":      spec(func(s map[string]any) { s["instanceType"] = byID }),
 	} {
 		ms := &machinev1.MachineSet{}
 		ms.Name, ms.Namespace = name, fixture.Namespace
@@ -285,6 +293,12 @@ func TestCapacity(t *testing.T) {
 			"machine.appuio.io/gpu-model": "NVIDIA A40",
 			"machine.openshift.io/vCPU":   "24", "machine.openshift.io/memoryMb": "122880", "machine.openshift.io/GPU": "2",
 		},
+		"c1-by-id": {"capacity.cluster-autoscaler.kubernetes.io/cpu": "4", "capacity.cluster-autoscaler.kubernetes.io/memory": "8192Mi"},
+	}
+	wantLabels := map[string]string{
+		"c1-worker":     "kubernetes.io/arch=amd64,node.kubernetes.io/instance-type=standard.large,topology.kubernetes.io/region=ch-gva-2",
+		"c1-gpu-worker": "kubernetes.io/arch=amd64,node.kubernetes.io/instance-type=gpu3.medium,topology.kubernetes.io/region=de-fra-1",
+		"c1-by-id":      "kubernetes.io/arch=amd64,node.kubernetes.io/instance-type=standard.large,topology.kubernetes.io/region=ch-gva-2",
 	}
 	for name, annotations := range want {
 		fixture.Eventually(t, 60*time.Second, "the capacity of "+name, func() (bool, error) {
@@ -297,11 +311,8 @@ func TestCapacity(t *testing.T) {
 					return false, fmt.Errorf("%s = %q, want %q (annotations %v)", k, ms.Annotations[k], v, ms.Annotations)
 				}
 			}
-			labels := ms.Annotations["capacity.cluster-autoscaler.kubernetes.io/labels"]
-			for _, l := range []string{"kubernetes.io/arch=amd64", "node.kubernetes.io/instance-type=" + map[string]string{"c1-worker": "standard.large", "c1-gpu-worker": "gpu3.medium"}[name]} {
-				if !strings.Contains(labels, l) {
-					return false, fmt.Errorf("labels %q lack %s", labels, l)
-				}
+			if labels := ms.Annotations["capacity.cluster-autoscaler.kubernetes.io/labels"]; labels != wantLabels[name] {
+				return false, fmt.Errorf("labels %q, want %q", labels, wantLabels[name])
 			}
 			return true, nil
 		})

@@ -83,6 +83,7 @@ type cell struct {
 	ca      *localcluster.ServiceCA
 	servers bootsim.Cloud
 	emuURL  string
+	ccm     *localcluster.Process
 	pods    []*localcluster.Pod
 	res     *result
 }
@@ -170,11 +171,13 @@ func (c *cell) openShift() {
 	// where the console reads dashboards (the overlays ship one)
 	must(c.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-config-managed"}}))
 	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
-	infra.Spec.PlatformSpec.Type = configv1.ExternalPlatformType
+	infra.Spec.PlatformSpec = configv1.PlatformSpec{Type: configv1.ExternalPlatformType, External: &configv1.ExternalPlatformSpec{PlatformName: c.cloud}}
 	must(c.admin.Create(ctx, infra))
 	infra.Status = configv1.InfrastructureStatus{
-		InfrastructureName:   clusterID,
-		PlatformStatus:       &configv1.PlatformStatus{Type: configv1.ExternalPlatformType},
+		InfrastructureName: clusterID,
+		PlatformStatus: &configv1.PlatformStatus{Type: configv1.ExternalPlatformType, External: &configv1.ExternalPlatformStatus{
+			CloudControllerManager: configv1.CloudControllerManagerStatus{State: configv1.CloudControllerManagerExternal},
+		}},
 		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
 		APIServerURL: c.cluster.Config.Host, APIServerInternalURL: c.cluster.Config.Host, EtcdDiscoveryDomain: "",
 	}

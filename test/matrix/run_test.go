@@ -70,7 +70,8 @@ func run(t *testing.T, e era, cloud, provider string) *result {
 	c.openShift()
 	c.emulate()
 	c.install()
-	sim := bootsim.New(c.admin, c.servers, bootsim.Options{RegisterDelay: time.Second})
+	c.startCCM()
+	sim := bootsim.New(c.admin, c.servers, bootsim.Options{RegisterDelay: time.Second, External: true})
 	go func() { _ = sim.Run(ctx) }()
 	err = localcluster.RunNode(ctx, c.cluster.Config, localcluster.NodeOptions{
 		Name: masterNode, IP: c.hostIP,
@@ -435,11 +436,11 @@ func (c *cell) checkLinked(ms *machinev1.MachineSet) {
 		}
 		linked := 0
 		for _, m := range ms {
-			if m.Status.NodeRef != nil && ptrString(m.Status.Phase) == string(machinev1.PhaseRunning) {
+			if m.Status.NodeRef != nil && ptrString(m.Status.Phase) == string(machinev1.PhaseRunning) && initialized(c.ctx, c.admin, m.Status.NodeRef.Name) {
 				linked++
 			}
 		}
-		return len(ms) == replicas && linked == replicas, fmt.Sprintf("%d of %d Machines linked and Running", linked, len(ms)), nil
+		return len(ms) == replicas && linked == replicas, fmt.Sprintf("%d of %d Machines linked to Nodes the CCM initialized, and Running", linked, len(ms)), nil
 	})
 	if err != nil {
 		c.res.fail(chkNodeRef, "", err.Error())
@@ -684,6 +685,9 @@ func (c *cell) checkStaysUp(pods ...*localcluster.Pod) {
 		for _, s := range pod.Statuses() {
 			n += len(s.Exits)
 		}
+	}
+	if e := c.ccmExits(); len(e) > 0 {
+		exits, n = append(exits, e...), n+1
 	}
 	if len(exits) > 0 {
 		c.res.fail(chkStaysUp, fmt.Sprintf("%d exits", n), strings.Join(exits, "\n"))

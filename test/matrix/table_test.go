@@ -28,11 +28,11 @@ var checkLegend = map[string]string{
 	chkStart:     "every container of the controllers' pod starts and passes its probes, every leader lease is held (seconds)",
 	chkWebhooks:  "Machine/MachineSet writes answered by the era's mutating webhooks + the provider's, none failed open or refused",
 	chkScaleUp:   "a MachineSet 0 -> 3: three Machines, each with a running server on the emulator (seconds)",
-	chkNodeRef:   "every Machine linked to its Node (nodelink's status write) and Running",
+	chkNodeRef:   "every Machine linked to its Node, which the cloud's CCM initialized (nodelink's status write), and Running",
 	chkStatus:    "the MachineSet's status: replicas/ready/available (the machineset controller's status write)",
 	chkMHC:       "a MachineHealthCheck replaces the Machine whose Node went silent; back to 3 ready (seconds)",
 	chkScaleDown: "3 -> 0: no Machine, server or worker Node left, status at 0 (seconds)",
-	chkStaysUp:   "no container of the controllers' pod ever exited or restarted",
+	chkStaysUp:   "no container of the controllers' pod ever exited or restarted, nor the cloud-controller-manager",
 	chkRBAC:      "requests of the namespace's service accounts refused by RBAC (the API server's audit log)",
 }
 

@@ -44,7 +44,10 @@ type CloudscaleMachineProviderSpec struct {
 	// over anti-affinity server groups, created and deleted as needed (at most
 	// four servers share a group on cloudscale.ch).
 	AntiAffinityKey string `json:"antiAffinityKey,omitempty"`
-	// BaseDomain, when set, makes the server's name <machine>.<baseDomain>.
+	// BaseDomain is the domain of servers made before with this spec, named
+	// <machine>.<baseDomain>: they stay their Machines' servers. New servers
+	// are named <machine>, as their Nodes are, so that the cloudscale.ch
+	// cloud-controller-manager finds a Node's server by its name.
 	BaseDomain string `json:"baseDomain,omitempty"`
 	// UserDataSecret names a secret in the Machine's namespace whose key
 	// userData is the server's user data (e.g. the worker Ignition config).

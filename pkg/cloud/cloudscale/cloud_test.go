@@ -96,7 +96,7 @@ func TestParseSpec(t *testing.T) {
 		"AntiAffinityKey": s.AntiAffinityKey(), "ServerName": s.ServerName("w-1"), "CredentialsSecretField": s.CredentialsSecretField(),
 	} {
 		want := map[string]any{"Zone": "lpg1", "Region": "lpg", "InstanceType": "plus-16-4", "RootVolumeGiB": 50, "CredentialsSecretName": "tok",
-			"UserDataSecretName": "ud", "AntiAffinityKey": "workers", "ServerName": "w-1.example.net", "CredentialsSecretField": "tokenSecret"}[name]
+			"UserDataSecretName": "ud", "AntiAffinityKey": "workers", "ServerName": "w-1", "CredentialsSecretField": "tokenSecret"}[name]
 		if got != want {
 			t.Errorf("%s() = %v, want %v", name, got, want)
 		}

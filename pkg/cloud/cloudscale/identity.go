@@ -21,12 +21,27 @@ func checkRef(m cloud.MachineRef) error {
 	return nil
 }
 
-// serverName is the server's hostname, which becomes the Node's name.
-func serverName(machine string, p *v1beta1.CloudscaleMachineProviderSpec) string {
-	if p.BaseDomain == "" {
-		return machine
-	}
-	return machine + "." + p.BaseDomain
+// serverName is the name a new server gets: the Machine's, which is the
+// hostname its Ignition sets (the Terraform modules', adopt's, the docs'
+// template) and so its Node's name. A Node whose kubelet was given no
+// providerID is found by the cloudscale.ch cloud-controller-manager only
+// through a server of exactly its name (GET /v1/servers; server_mapper.go
+// of cloudscale-ch/cloudscale-cloud-controller-manager 1.3.0): a server
+// named <machine>.<baseDomain>, as baseDomain once made it, left that Node
+// uninitialized — no providerID, no address, never linked to its Machine.
+// The spec's baseDomain no longer changes the name; see ownName.
+func serverName(machine string, _ *v1beta1.CloudscaleMachineProviderSpec) string {
+	return machine
+}
+
+// ownName says whether a server's name is one the Machine's server may
+// have: its Machine's, or <machine>.<baseDomain> for a server made before
+// (by an older release or appuio's provider from a spec with baseDomain, or
+// by Terraform and adopted), which is the Machine's all the same. Servers
+// are found by their tags, never by name; the name only tells whether the
+// server is what the spec describes (SpecInSync).
+func ownName(name, machine string, p *v1beta1.CloudscaleMachineProviderSpec) bool {
+	return name == serverName(machine, p) || p.BaseDomain != "" && name == machine+"."+p.BaseDomain
 }
 
 // selectorTags are the tags a Selector filters on.

@@ -53,7 +53,9 @@ func TestCreateServer(t *testing.T) {
 	}
 
 	wantTags := map[string]string{"team": "a", v1beta1.TagMachineName: "worker-1", v1beta1.TagClusterID: testCluster}
-	if s.ID == "" || s.Name != "worker-1.example.com" || s.InstanceType != "flex-8-4" || s.Zone != "rma1" || s.Region != "rma" ||
+	// Named as its Machine, with baseDomain too: that is its Node's name,
+	// which the cloudscale.ch CCM finds the server by.
+	if s.ID == "" || s.Name != "worker-1" || s.InstanceType != "flex-8-4" || s.Zone != "rma1" || s.Region != "rma" ||
 		!s.Running || s.Status != "running" || !maps.Equal(s.Tags, wantTags) {
 		t.Errorf("returned server %+v", s)
 	}
@@ -62,7 +64,7 @@ func TestCreateServer(t *testing.T) {
 	}
 
 	got := v.server(s.ID)
-	if got.Name != "worker-1.example.com" || got.Flavor.Slug != "flex-8-4" || got.Image.Slug != "debian-12" || got.Zone.Slug != "rma1" {
+	if got.Name != "worker-1" || got.Flavor.Slug != "flex-8-4" || got.Image.Slug != "debian-12" || got.Zone.Slug != "rma1" {
 		t.Errorf("server in the emulator: name %q flavor %q image %q zone %q", got.Name, got.Flavor.Slug, got.Image.Slug, got.Zone.Slug)
 	}
 	if !maps.Equal(got.Tags, wantTags) {

@@ -43,7 +43,15 @@ func (s Spec) Region() string { return regionOf(s.CloudscaleMachineProviderSpec.
 
 func (s Spec) RootVolumeGiB() int { return s.RootVolumeSizeGB }
 
-// ServerName is the Machine's name, with baseDomain when set.
+// NodeLabels are what the cloudscale.ch CCM sets: the flavor's slug, the
+// zone's slug and the zone without its digits as the region
+// (pkg/cloudscale_ccm/instances.go, InstanceMetadata, of
+// cloudscale-ch/cloudscale-cloud-controller-manager 1.3.0).
+func (s Spec) NodeLabels(*cloud.Flavor) map[string]string {
+	return cloud.NodeLabels(s.Flavor, s.Zone(), s.Region())
+}
+
+// ServerName is the Machine's name, also with baseDomain: the Node's name.
 func (s Spec) ServerName(machine string) string {
 	return serverName(machine, s.CloudscaleMachineProviderSpec)
 }

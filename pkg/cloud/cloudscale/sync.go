@@ -147,8 +147,8 @@ func driftOf(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec, d *sd
 	if !inGroups(d.ServerGroups, p.ServerGroups) {
 		drift = append(drift, "serverGroups")
 	}
-	if d.Name != serverName(m.Name, p) {
-		// The name is the Node's; only baseDomain can change it.
+	if !ownName(d.Name, m.Name, p) {
+		// Only baseDomain can account for another name.
 		drift = append(drift, "baseDomain")
 	}
 	return drift

@@ -160,6 +160,15 @@ func TestSyncServerDrift(t *testing.T) {
 	}
 	s := v.create("m", v.spec(base))
 	custom := v.create("c", v.spec(func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Image = "custom:rhcos-4.19" }))
+	// A server made before new servers were named as their Nodes: named
+	// <machine>.<baseDomain> by an older release or appuio's provider.
+	legacy := v.create("old", v.spec(base))
+	if err := v.sdk.Servers.Update(v.ctx, legacy.ID, &sdk.ServerUpdateRequest{Name: "old.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if legacy, err = v.client.GetServer(v.ctx, legacy.ID); err != nil || legacy.Name != "old.example.com" {
+		t.Fatalf("the renamed server: %+v, %v", legacy, err)
+	}
 
 	for _, tc := range []struct {
 		name   string
@@ -188,7 +197,13 @@ func TestSyncServerDrift(t *testing.T) {
 		{"serverGroups", s, func(p *v1beta1.CloudscaleMachineProviderSpec) {
 			p.ServerGroups = []string{"11111111-2222-4333-8444-555555555555"}
 		}, []string{"serverGroups"}},
-		{"baseDomain", s, func(p *v1beta1.CloudscaleMachineProviderSpec) { p.BaseDomain = "example.com" }, []string{"baseDomain"}},
+		// baseDomain no longer names new servers: a server named as its
+		// Machine (and Node) is in sync with or without it, and one named
+		// <machine>.<baseDomain> before is in sync with that baseDomain.
+		{"baseDomain", s, func(p *v1beta1.CloudscaleMachineProviderSpec) { p.BaseDomain = "example.com" }, nil},
+		{"baseDomain of a server named with it", legacy, func(p *v1beta1.CloudscaleMachineProviderSpec) { p.BaseDomain = "example.com" }, nil},
+		{"no baseDomain for a server named with one", legacy, func(*v1beta1.CloudscaleMachineProviderSpec) {}, []string{"baseDomain"}},
+		{"another baseDomain", legacy, func(p *v1beta1.CloudscaleMachineProviderSpec) { p.BaseDomain = "example.net" }, []string{"baseDomain"}},
 		{"several", s, func(p *v1beta1.CloudscaleMachineProviderSpec) {
 			p.Flavor, p.Image, p.RootVolumeSizeGB = "flex-8-2", "ubuntu-24.04", 60
 		}, []string{"flavor", "image", "rootVolumeSizeGB"}},
@@ -204,10 +219,7 @@ func TestSyncServerDrift(t *testing.T) {
 				base(p)
 				tc.change(p)
 			})
-			name := "m"
-			if tc.server == custom {
-				name = "c"
-			}
+			name := map[*cloud.Server]string{s: "m", custom: "c", legacy: "old"}[tc.server]
 			var drift []string
 			v.calls(func() {
 				drift, err = v.client.SyncServer(v.ctx, ref(name), spec, tc.server)

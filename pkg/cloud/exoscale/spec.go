@@ -41,6 +41,16 @@ func (s Spec) Region() string { return s.ExoscaleMachineProviderSpec.Zone }
 
 func (s Spec) RootVolumeGiB() int { return int(s.DiskSize) }
 
+// NodeLabels are what the Exoscale CCM sets: the instance type as
+// <family>.<size> (also for a spec that names it by ID), the zone's name as
+// the region, and no zone label at all: its Zones returns the CCM's zone as
+// the region only (exoscale/instances.go, InstanceTypeByProviderID, and
+// exoscale/zones.go, GetZoneByProviderID, of
+// exoscale/exoscale-cloud-controller-manager v0.34.0).
+func (s Spec) NodeLabels(f *cloud.Flavor) map[string]string {
+	return cloud.NodeLabels(f.Name, "", s.Zone())
+}
+
 // ServerName is the Machine's name: the instance's name is its hostname,
 // and so the Node's name.
 func (s Spec) ServerName(machine string) string { return machine }

@@ -71,13 +71,9 @@ var ownedKeys = []string{
 	GPUModelKey,
 }
 
-// Node labels published besides the template's.
-const (
-	labelArch         = "kubernetes.io/arch"
-	labelInstanceType = "node.kubernetes.io/instance-type"
-	labelRegion       = "topology.kubernetes.io/region"
-	labelZone         = "topology.kubernetes.io/zone"
-)
+// labelArch is the kubelet's label published besides the template's and
+// those of the cloud's CCM.
+const labelArch = "kubernetes.io/arch"
 
 // node is what a Node of a MachineSet will look like, as far as capacity
 // publishing goes. A nil *node publishes nothing: all owned annotations
@@ -99,9 +95,14 @@ func nodeOf(ms *machinev1.MachineSet, spec cloud.Spec, f *cloud.Flavor) *node {
 		}
 	}
 	set(labelArch, f.Arch)
-	set(labelInstanceType, spec.InstanceType())
-	set(labelRegion, spec.Region())
-	set(labelZone, spec.Zone())
+	// The instance type, zone and region as the cloud's CCM labels the
+	// Node, not as the spec names them: a template that promised a label
+	// the Node will not have made a pending pod selecting it scale a
+	// MachineSet whose Node cannot take it (Exoscale's CCM sets no zone
+	// label, and names an instance type given by ID as family.size).
+	for k, v := range spec.NodeLabels(f) {
+		set(k, v)
+	}
 	// The template's labels are the Node's own; they win over ours.
 	for k, v := range ms.Spec.Template.Spec.Labels {
 		labels[k] = v

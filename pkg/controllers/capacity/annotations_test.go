@@ -63,6 +63,9 @@ func (fakeSpec) InstanceType() string           { return "gpu-1" }
 func (fakeSpec) Region() string                 { return "rma" }
 func (fakeSpec) Zone() string                   { return "rma1" }
 func (fakeSpec) RootVolumeGiB() int             { return 100 }
+func (fakeSpec) NodeLabels(*cloud.Flavor) map[string]string {
+	return cloud.NodeLabels("gpu-1", "rma1", "rma")
+}
 
 func TestDesiredAnnotations(t *testing.T) {
 	ms := &machinev1.MachineSet{}
