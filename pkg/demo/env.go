@@ -68,6 +68,10 @@ type Options struct {
 	// each) suit a cluster, not a demo: these default to 20 seconds.
 	ScaleDownUnneeded, ScaleDownDelayAfterAdd time.Duration
 	Log                                       logr.Logger
+	// WithoutProvider starts everything but the provider's manager, which
+	// StartProvider starts later (a cluster that runs another provider
+	// first).
+	WithoutProvider bool
 }
 
 // Default autoscaler timing, and how often it looks: the
@@ -108,6 +112,7 @@ type Env struct {
 	APIURL  string
 	kubelet *kubelet // of ControlPlaneNode, with Options.Autoscaler
 	cloud   *emulated
+	ctx     context.Context
 	cancel  context.CancelFunc
 	stops   []func()
 }
@@ -174,19 +179,12 @@ func Start(o Options) (*Env, error) {
 	e.stops = append(e.stops, srv.Close)
 	e.APIURL = srv.URL + "/"
 
-	mgr, err := manager.New(e.Cluster.Config, manager.Options{
-		Cloud:                  e.cloud.provider(srv.URL + "/"),
-		Namespace:              Namespace,
-		CapacityPublisher:      true,
-		MetricsBindAddress:     "0",
-		HealthProbeBindAddress: "0",
-		Log:                    o.Log.WithName("provider"),
-		AllowManyPerProcess:    true,
-	})
-	if err != nil {
-		return e, err
+	e.ctx = ctx
+	if !o.WithoutProvider {
+		if err := e.StartProvider(); err != nil {
+			return e, err
+		}
 	}
-	e.run(ctx, mgr.Start)
 	if err := e.startMachineAPIControllers(ctx, e.Cluster.Config, o.Log); err != nil {
 		return e, err
 	}
@@ -199,6 +197,25 @@ func Start(o Options) (*Env, error) {
 		}
 	}
 	return e, nil
+}
+
+// StartProvider starts the provider's manager (Start does, unless
+// Options.WithoutProvider), until Stop.
+func (e *Env) StartProvider() error {
+	mgr, err := manager.New(e.Cluster.Config, manager.Options{
+		Cloud:                  e.cloud.provider(e.APIURL),
+		Namespace:              Namespace,
+		CapacityPublisher:      true,
+		MetricsBindAddress:     "0",
+		HealthProbeBindAddress: "0",
+		Log:                    e.Options.Log.WithName("provider"),
+		AllowManyPerProcess:    true,
+	})
+	if err != nil {
+		return err
+	}
+	e.run(e.ctx, mgr.Start)
+	return nil
 }
 
 // Title names the environment's cloud ("cloudscale.ch", "Exoscale").
