@@ -181,7 +181,7 @@ func Start(o Options) (*Env, error) {
 
 	e.ctx = ctx
 	if !o.WithoutProvider {
-		if err := e.StartProvider(); err != nil {
+		if _, err := e.StartProvider(false); err != nil {
 			return e, err
 		}
 	}
@@ -200,22 +200,34 @@ func Start(o Options) (*Env, error) {
 }
 
 // StartProvider starts the provider's manager (Start does, unless
-// Options.WithoutProvider), until Stop.
-func (e *Env) StartProvider() error {
+// Options.WithoutProvider), with leader election as the deployer runs it
+// or without, until stop or Stop.
+func (e *Env) StartProvider(leaderElection bool) (stop func(), err error) {
 	mgr, err := manager.New(e.Cluster.Config, manager.Options{
 		Cloud:                  e.cloud.provider(e.APIURL),
 		Namespace:              Namespace,
 		CapacityPublisher:      true,
 		MetricsBindAddress:     "0",
 		HealthProbeBindAddress: "0",
+		LeaderElection:         leaderElection,
 		Log:                    e.Options.Log.WithName("provider"),
 		AllowManyPerProcess:    true,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.run(e.ctx, mgr.Start)
-	return nil
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	stop = func() {
+		cancel()
+		<-done
+	}
+	e.stops = append(e.stops, stop)
+	return stop, nil
 }
 
 // Title names the environment's cloud ("cloudscale.ch", "Exoscale").

@@ -257,7 +257,7 @@ func TestAdoptCloudscale(t *testing.T) {
 	}
 
 	// The adopted MachineSet scales like any other.
-	e.scalesLikeAnyOther("c-green-1234-worker-rma1", 3, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
+	e.scalesLikeAnyOther("c-green-1234-worker-rma1", 3, "POST /v1/servers", "DELETE /v1/servers/{uuid}", "api-int."+csDomain+":22623", e.cloudscaleUserData)
 	if !slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && g.CPMS != nil }) {
 		t.Errorf("no ControlPlaneMachineSet planned")
 	}

@@ -11,6 +11,7 @@ package adopt_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,12 +28,14 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/adopt"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	"github.com/appuio/machine-api-provider/pkg/demo"
@@ -74,9 +77,11 @@ type env struct {
 	log logr.Logger
 	// kube is a client of the cluster with every kind adopt knows.
 	kube client.Client
+	// caRotations counts rotateCA's rotations.
+	caRotations int
 }
 
-func start(t *testing.T, cloudName string) *env {
+func start(t *testing.T, cloudName string, opts ...func(*demo.Options)) *env {
 	t.Helper()
 	if os.Getenv("E2E") == "" {
 		t.Skip("end-to-end test: run `make e2e` (E2E=1)")
@@ -97,7 +102,11 @@ func start(t *testing.T, cloudName string) *env {
 	testLog.w = logFile
 	testLog.Unlock()
 	log := funcr.New(logToTest, funcr.Options{Verbosity: 2, LogTimestamp: true})
-	e, err := demo.Start(demo.Options{Cloud: cloudName, BinDir: bin, Dir: dir, BootTime: 2 * time.Second, RegisterDelay: time.Second, Log: log})
+	o := demo.Options{Cloud: cloudName, BinDir: bin, Dir: dir, BootTime: 2 * time.Second, RegisterDelay: time.Second, Log: log}
+	for _, f := range opts {
+		f(&o)
+	}
+	e, err := demo.Start(o)
 	t.Cleanup(func() {
 		if e != nil {
 			_ = e.Stop()
@@ -322,9 +331,17 @@ func (e *env) scale(name string, n int32) {
 
 // scalesLikeAnyOther scales an adopted MachineSet of n replicas up by one
 // and back: one server made (its Node's certificates approved), one
-// deleted, counted by the cloud's create and delete routes.
-func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute string) {
+// deleted, counted by the cloud's create and delete routes. Right before
+// the scale-up the machine-config-operator rotates the machine config
+// server's CA (rotateCA): the new server's user data (userDataOf, by the
+// server's ID) carries the new CA.
+func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute string, mcsHost string, userDataOf func(id string) []byte) {
 	e.t.Helper()
+	before := map[string]bool{}
+	for _, m := range e.machinesOf(ms) {
+		before[m.Name] = true
+	}
+	ca := e.rotateCA("worker", mcsHost)
 	e.Harness().ResetRequests()
 	for _, want := range []int32{n + 1, n} {
 		e.scale(ms, want)
@@ -334,11 +351,86 @@ func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute st
 		})
 		if want > n {
 			e.assertApproved()
+			for _, m := range e.machinesOf(ms) {
+				if before[m.Name] {
+					continue
+				}
+				id := (*m.Spec.ProviderID)[strings.Index(*m.Spec.ProviderID, "://")+3:]
+				if got := caSource(userDataOf(id)); got != ca {
+					e.t.Errorf("the new Machine %s's server trusts the CA %.80q, want the rotated one of the managed Secret %.80q", m.Name, got, ca)
+				}
+			}
 		}
 	}
 	if c, d := e.Harness().Count(createRoute), e.Harness().Count(deleteRoute); c != 1 || d != 1 {
 		e.t.Errorf("scaling %s %d -> %d -> %d: %d creates, %d deletes, want 1 and 1", ms, n, n+1, n, c, d)
 	}
+}
+
+// machinesOf lists a MachineSet's Machines.
+func (e *env) machinesOf(ms string) []machinev1beta1.Machine {
+	e.t.Helper()
+	var list machinev1beta1.MachineList
+	if err := e.Client.List(e.ctx, &list, client.InNamespace(demo.Namespace), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": ms}); err != nil {
+		e.t.Fatal(err)
+	}
+	return list.Items
+}
+
+// rotateCA writes the pool's managed Secret as the machine-config-operator
+// does once it has rotated the machine config server's CA
+// (openshift/machine-config-operator, pkg/operator/sync.go and
+// manifests/userdata_secret.yaml): <pool>-user-data-managed in the
+// Machine API's namespace, labelled, with the pool's pointer Ignition
+// naming the new CA bundle as a data URL. It returns that CA source.
+func (e *env) rotateCA(pool, mcsHost string) string {
+	e.t.Helper()
+	e.caRotations++
+	ca := fmt.Sprintf("-----BEGIN CERTIFICATE-----\nMIIBrotated%dByTheMachineConfigOperator\n-----END CERTIFICATE-----\n", e.caRotations)
+	source := "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(ca))
+	ign, err := json.Marshal(map[string]any{"ignition": map[string]any{
+		"version":  "3.5.0",
+		"config":   map[string]any{"merge": []any{map[string]any{"source": "https://" + mcsHost + "/config/" + pool}}},
+		"security": map[string]any{"tls": map[string]any{"certificateAuthorities": []any{map[string]any{"source": source}}}},
+	}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pool + actuator.ManagedUserDataSuffix, Namespace: demo.Namespace}}
+	if err := e.Client.Get(e.ctx, client.ObjectKeyFromObject(s), s); err != nil && !apierrors.IsNotFound(err) {
+		e.t.Fatal(err)
+	}
+	s.Labels = map[string]string{actuator.ManagedUserDataLabel: ""}
+	s.Type = corev1.SecretTypeOpaque
+	s.Data = map[string][]byte{"userData": ign, "disableTemplating": []byte("true\n")}
+	if s.UID == "" {
+		err = e.Client.Create(e.ctx, s)
+	} else {
+		err = e.Client.Update(e.ctx, s)
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return source
+}
+
+// caSource is the first CA source of an Ignition config, "" if none.
+func caSource(userData []byte) string {
+	var ign struct {
+		Ignition struct {
+			Security struct {
+				TLS struct {
+					CertificateAuthorities []struct {
+						Source string `json:"source"`
+					} `json:"certificateAuthorities"`
+				} `json:"tls"`
+			} `json:"security"`
+		} `json:"ignition"`
+	}
+	if json.Unmarshal(userData, &ign) != nil || len(ign.Ignition.Security.TLS.CertificateAuthorities) == 0 {
+		return ""
+	}
+	return ign.Ignition.Security.TLS.CertificateAuthorities[0].Source
 }
 
 // eventually polls cond every 500 ms until it holds or timeout passes.
@@ -399,4 +491,32 @@ func (e *env) assertApproved() {
 	for _, err := range fixture.ApproverWouldApprove(machines.Items, nodes.Items) {
 		e.t.Errorf("cluster-machine-approver: %v", err)
 	}
+}
+
+// cloudscaleUserData is the user data a server of the cloudscale.ch
+// emulator was made with.
+func (e *env) cloudscaleUserData(id string) []byte {
+	for _, s := range e.Cloudscale.Servers() {
+		if s.UUID == id {
+			return []byte(s.UserData)
+		}
+	}
+	e.t.Fatalf("no server %s", id)
+	return nil
+}
+
+// exoscaleUserData is the user data an instance of the Exoscale emulator
+// was made with.
+func (e *env) exoscaleUserData(id string) []byte {
+	for _, in := range e.Exoscale.Instances() {
+		if in.ID == id {
+			b, err := base64.StdEncoding.DecodeString(in.UserData)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			return b
+		}
+	}
+	e.t.Fatalf("no instance %s", id)
+	return nil
 }

@@ -307,7 +307,7 @@ func TestAdoptExoscale(t *testing.T) {
 	}
 
 	// The adopted MachineSet scales like any other.
-	e.scalesLikeAnyOther("c-blue-5678-infra-gva2", 2, "POST /v2/instance", "DELETE /v2/instance/{id}")
+	e.scalesLikeAnyOther("c-blue-5678-infra-gva2", 2, "POST /v2/instance", "DELETE /v2/instance/{id}", "api-int."+exoDomain+":22623", e.exoscaleUserData)
 }
 
 // loseNodeDelete fails the first deletion of a Node, as a run that stops
