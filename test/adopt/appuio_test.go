@@ -245,8 +245,8 @@ func buildAppuio(t *testing.T, e *env) *apWorld {
 	// (main.go), and the operator's controllers' in its Deployment
 	// (--leader-elect-lease-duration=120s).
 	for name, holder := range map[string]string{
-		appuioswitch.ManagerLease:                appuioswitch.ManagerDeployment + "-6d8f7b9c4-x2x7q_4c1f",
-		appuioswitch.ControllersManagerLease:     appuioswitch.ManagerDeployment + "-6d8f7b9c4-x2x7q_9e2a",
+		appuioswitch.ManagerLease:                 appuioswitch.ManagerDeployment + "-6d8f7b9c4-x2x7q_4c1f",
+		appuioswitch.ControllersManagerLease:      appuioswitch.ManagerDeployment + "-6d8f7b9c4-x2x7q_9e2a",
 		"cluster-api-provider-machineset-leader":  appuioswitch.ControllersDeployment + "-5b7c9d8f6-k4j2p_77aa",
 		"cluster-api-provider-nodelink-leader":    appuioswitch.ControllersDeployment + "-5b7c9d8f6-k4j2p_88bb",
 		"cluster-api-provider-healthcheck-leader": appuioswitch.ControllersDeployment + "-5b7c9d8f6-k4j2p_99cc",
