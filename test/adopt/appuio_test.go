@@ -205,12 +205,13 @@ func buildAppuio(t *testing.T, e *env) *apWorld {
 			must(e.Client.Create(ctx, m))
 			// Its status as appuio's actuator writes it
 			// (updateMachineFromCloudscaleServer) and the machine
-			// controller's phase.
+			// controller's phase; nodelink may write too meanwhile.
+			base := m.DeepCopy()
 			m.Status.Phase = ptr.To(machinev1beta1.PhaseRunning)
 			m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: s.Name}, {Type: corev1.NodeInternalDNS, Address: s.Name},
 				{Type: corev1.NodeInternalDNS, Address: name}, {Type: corev1.NodeInternalIP, Address: ip}}
 			m.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","instanceId":%q,"status":"running"}`, s.UUID))}
-			must(e.Client.Status().Update(ctx, m))
+			must(e.Client.Status().Patch(ctx, m, client.MergeFrom(base)))
 			w.machines[name] = m.UID
 		}
 		n := int32(len(set.machines))
@@ -692,6 +693,10 @@ func TestSwitchFromAppuio(t *testing.T) {
 				client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 				t.Fatal(err)
 			}
+			// oc delete waits until it is gone (--wait).
+			e.eventually(time.Minute, "the controllers' Deployment to be gone", func() (bool, string) {
+				return !exists(&appsv1.Deployment{}, deployer.DeploymentName("cloudscale")), ""
+			})
 			stopProvider()
 		}},
 		{"bin/machine-api-provider switch-from-appuio --rollback", func() {

@@ -358,6 +358,8 @@ func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute st
 				id := (*m.Spec.ProviderID)[strings.Index(*m.Spec.ProviderID, "://")+3:]
 				if got := caSource(userDataOf(id)); got != ca {
 					e.t.Errorf("the new Machine %s's server trusts the CA %.80q, want the rotated one of the managed Secret %.80q", m.Name, got, ca)
+				} else {
+					e.t.Logf("the new Machine %s's server trusts the CA the machine-config-operator rotated to", m.Name)
 				}
 			}
 		}
