@@ -214,6 +214,18 @@ func buildAppuio(t *testing.T, e *env) *apWorld {
 			must(e.Client.Status().Patch(ctx, m, client.MergeFrom(base)))
 			w.machines[name] = m.UID
 		}
+		// The MachineSet comes once the machine-api controllers' cache
+		// holds its Machines, which nodelink linking them to their Nodes
+		// shows (the MachineSet controller shares that cache): else it
+		// would make Machines of its own for replicas it does not see.
+		e.eventually(time.Minute, "nodelink to link the Machines of "+set.name, func() (bool, string) {
+			for _, name := range set.machines {
+				if e.machine(name).Status.NodeRef == nil {
+					return false, name + " has no nodeRef"
+				}
+			}
+			return true, ""
+		})
 		n := int32(len(set.machines))
 		ms := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: set.name, Namespace: demo.Namespace,
 			Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": apClusterID}}}

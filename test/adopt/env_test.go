@@ -357,7 +357,7 @@ func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute st
 				}
 				id := (*m.Spec.ProviderID)[strings.Index(*m.Spec.ProviderID, "://")+3:]
 				if got := caSource(userDataOf(id)); got != ca {
-					e.t.Errorf("the new Machine %s's server trusts the CA %.80q, want the rotated one of the managed Secret %.80q", m.Name, got, ca)
+					e.t.Errorf("the new Machine %s's server trusts the CA %q, want the rotated one of the managed Secret, %q", m.Name, caText(got), caText(ca))
 				} else {
 					e.t.Logf("the new Machine %s's server trusts the CA the machine-config-operator rotated to", m.Name)
 				}
@@ -414,6 +414,16 @@ func (e *env) rotateCA(pool, mcsHost string) string {
 		e.t.Fatal(err)
 	}
 	return source
+}
+
+// caText is the PEM of a CA source (a base64 data URL), for messages.
+func caText(source string) string {
+	_, b64, _ := strings.Cut(source, ";base64,")
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return source
+	}
+	return string(b)
 }
 
 // caSource is the first CA source of an Ignition config, "" if none.
