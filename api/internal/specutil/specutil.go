@@ -7,7 +7,6 @@ package specutil
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"unicode"
 	"unicode/utf8"
 
@@ -37,9 +36,6 @@ func Decode[T any, P Spec[T]](ps machinev1.ProviderSpec, path *field.Path, kind 
 	spec := P(new(T))
 	if err := json.Unmarshal(ps.Value.Raw, spec); err != nil {
 		return nil, field.ErrorList{field.Invalid(path, "(raw JSON)", DescribeJSONError(err, kind))}
-	}
-	if errs := UnknownFields(ps.Value.Raw, reflect.TypeFor[T](), path, kind); len(errs) > 0 {
-		return nil, errs
 	}
 	spec.Default()
 	if errs := spec.Validate(path); len(errs) > 0 {
