@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -17,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
+	"github.com/appuio/machine-api-provider/pkg/webhooks"
 )
 
 // clusterLabel is the Machines' cluster ID, which tags their servers.
@@ -40,6 +43,8 @@ type Survey struct {
 	Record *corev1.ConfigMap
 	// Blockers are what must be fixed before a change: each says what.
 	Blockers []string
+	// Notes are what the admin should know and need not fix first.
+	Notes []string
 }
 
 // NamedSecret is a Secret a spec names.
@@ -93,9 +98,12 @@ func (w *Switch) survey(ctx context.Context) (*Survey, error) {
 	delete(clusters, "")
 	switch {
 	case len(clusters) > 1:
-		s.Blockers = append(s.Blockers, fmt.Sprintf("the Machines name %d clusters (label %s): %s; one cluster's Machines only", len(clusters), clusterLabel, strings.Join(sortedKeys(clusters), ", ")))
+		s.Blockers = append(s.Blockers, fmt.Sprintf("the Machines name %d clusters (label %s): %s; one cluster's Machines only", len(clusters), clusterLabel, strings.Join(slices.Sorted(maps.Keys(clusters)), ", ")))
 	case len(clusters) == 1:
-		s.ClusterID = sortedKeys(clusters)[0]
+		s.ClusterID = slices.Sorted(maps.Keys(clusters))[0]
+	}
+	if infra := w.infrastructureName(ctx); infra != "" && s.ClusterID != "" && infra != s.ClusterID {
+		s.Notes = append(s.Notes, fmt.Sprintf("the Machines' cluster ID %s (label %s, which tags their servers) is not the Infrastructure's infrastructureName %s: this provider must act for %s", s.ClusterID, clusterLabel, infra, s.ClusterID))
 	}
 	for _, m := range s.Machines {
 		if m.Labels[clusterLabel] == "" {
@@ -181,6 +189,9 @@ func (w *Switch) checkSpec(s *Survey, what string, ps machinev1.ProviderSpec, pa
 		s.Blockers = append(s.Blockers, fmt.Sprintf("%s: this provider would refuse its spec: %v", what, errs.ToAggregate()))
 		return
 	}
+	if unknown := webhooks.UnknownFields(ps.Value.Raw, &v1beta1.CloudscaleMachineProviderSpec{}); len(unknown) > 0 {
+		s.Notes = append(s.Notes, fmt.Sprintf("%s: its spec has fields neither provider knows, ignored by both: %s", what, strings.Join(unknown, ", ")))
+	}
 	note := func(name, fieldName string) {
 		sec := s.Secrets[name]
 		if sec == nil {
@@ -219,11 +230,12 @@ func holder(l *coordinationv1.Lease) string {
 	return *l.Spec.HolderIdentity
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// infrastructureName is the cluster's, "" where no Infrastructure is
+// served or readable.
+func (w *Switch) infrastructureName(ctx context.Context) string {
+	var infra configv1.Infrastructure
+	if err := w.kube.Get(ctx, client.ObjectKey{Name: "cluster"}, &infra); err != nil {
+		return ""
 	}
-	slices.Sort(out)
-	return out
+	return infra.Status.InfrastructureName
 }

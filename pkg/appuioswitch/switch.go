@@ -5,22 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	machinev1 "github.com/openshift/api/machine/v1beta1"
+	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/manager"
 )
 
 // Options configure a Switch; zero values take the defaults.
@@ -65,11 +67,11 @@ func New(kube client.Client, c *cscloud.Cloud, o Options) *Switch {
 
 // Scheme has every kind the switch reads and writes.
 func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
+	s, err := manager.Scheme()
+	if err != nil {
 		return nil, err
 	}
-	if err := machinev1.Install(s); err != nil {
+	if err := configv1.Install(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -98,7 +100,7 @@ func (w *Switch) print(s *Survey) {
 		}
 		w.printf("Deployment %s: %s", name, state)
 	}
-	for _, name := range sortedKeys(s.Leases) {
+	for _, name := range slices.Sorted(maps.Keys(s.Leases)) {
 		l := s.Leases[name]
 		state := "released"
 		switch {
@@ -109,7 +111,7 @@ func (w *Switch) print(s *Survey) {
 		}
 		w.printf("lease %s: %s", name, state)
 	}
-	for _, name := range sortedKeys(s.Secrets) {
+	for _, name := range slices.Sorted(maps.Keys(s.Secrets)) {
 		sec := s.Secrets[name]
 		var notes []string
 		switch {
@@ -124,6 +126,9 @@ func (w *Switch) print(s *Survey) {
 			notes = append(notes, "a copy is saved ("+CopyPrefix+name+")")
 		}
 		w.printf("secret %s (%s of %d): %s", name, strings.Join(sec.Fields, ", "), sec.Users, strings.Join(notes, "; "))
+	}
+	for _, n := range s.Notes {
+		w.printf("note: %s", n)
 	}
 	for _, b := range s.Blockers {
 		w.printf("BLOCKER: %s", b)
@@ -166,7 +171,7 @@ func (w *Switch) Prepare(ctx context.Context) error {
 	if len(s.Blockers) > 0 {
 		return errors.New("not prepared: fix the blockers first")
 	}
-	for _, name := range sortedKeys(s.Secrets) {
+	for _, name := range slices.Sorted(maps.Keys(s.Secrets)) {
 		if !s.Secrets[name].Exists {
 			w.printf("secret %s does not exist: nothing to save", name)
 			continue
@@ -197,7 +202,7 @@ func (w *Switch) saveCopy(ctx context.Context, name string) error {
 // component). A Secret gone without a copy is an error naming it.
 func (w *Switch) restoreSecrets(ctx context.Context, s *Survey) error {
 	var missing []string
-	for _, name := range sortedKeys(s.Secrets) {
+	for _, name := range slices.Sorted(maps.Keys(s.Secrets)) {
 		sec := s.Secrets[name]
 		if sec.Exists {
 			continue
@@ -362,10 +367,10 @@ func (w *Switch) credentials(ctx context.Context, s *Survey) (cloud.Credentials,
 	case 0:
 		return cloud.ReadCredentials(ctx, w.kube, w.cloud, w.o.Namespace, "", "")
 	case 1:
-		name := sortedKeys(names)[0]
+		name := slices.Sorted(maps.Keys(names))[0]
 		return cloud.ReadCredentials(ctx, w.kube, w.cloud, w.o.Namespace, name, "spec.providerSpec.value.tokenSecret")
 	}
-	return cloud.Credentials{}, fmt.Errorf("the Machines name %d token secrets (%s): the switch reads one account", len(names), strings.Join(sortedKeys(names), ", "))
+	return cloud.Credentials{}, fmt.Errorf("the Machines name %d token secrets (%s): the switch reads one account", len(names), strings.Join(slices.Sorted(maps.Keys(names)), ", "))
 }
 
 // handOverGroups tags appuio's anti-affinity groups that hold only the
@@ -470,7 +475,7 @@ func (w *Switch) releaseLeases(ctx context.Context, names []string, prefixes ...
 		for _, p := range prefixes {
 			ours = ours || strings.HasPrefix(h, p)
 		}
-		if !ours && !containsName(names, name) {
+		if !ours && !slices.Contains(names, name) {
 			continue
 		}
 		empty, one := "", int32(1)
@@ -482,15 +487,6 @@ func (w *Switch) releaseLeases(ctx context.Context, names []string, prefixes ...
 		w.printf("released lease %s (held by %s)", name, h)
 	}
 	return nil
-}
-
-func containsName(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // record writes the step done.

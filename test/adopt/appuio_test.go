@@ -490,16 +490,8 @@ func TestSwitchFromAppuio(t *testing.T) {
 	e := start(t, demo.Cloudscale, func(o *demo.Options) { o.WithoutProvider = true })
 	w := buildAppuio(t, e)
 	appuioStopped := appuioManager(t, e)
-	scheme, err := appuioswitch.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := client.New(e.Cluster.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
-	sw := appuioswitch.New(kube, cscloud.New(cscloud.Options{BaseURL: e.APIURL}),
+	sw := appuioswitch.New(e.kube, cscloud.New(cscloud.Options{BaseURL: e.APIURL}),
 		appuioswitch.Options{Namespace: demo.Namespace, Wait: time.Minute, Poll: 250 * time.Millisecond, Out: &out, Log: e.log})
 	run := func(what string, f func(context.Context) error) error {
 		out.Reset()
@@ -613,8 +605,8 @@ func TestSwitchFromAppuio(t *testing.T) {
 			e.eventually(time.Minute, "the deployer to deploy", func() (bool, string) {
 				return exists(&appsv1.Deployment{}, deployer.DeploymentName("cloudscale")), fmt.Sprint(deployed())
 			})
-			stopProvider, err = e.StartProvider(true)
-			if err != nil {
+			var err error
+			if stopProvider, err = e.StartProvider(true); err != nil {
 				t.Fatal(err)
 			}
 		}},

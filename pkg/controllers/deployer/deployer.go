@@ -303,24 +303,19 @@ func (r *Reconciler) key() types.NamespacedName {
 func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	ns := r.opts.Namespace
 
-	operator := &appsv1.Deployment{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: OperatorDeploymentName}, operator)
-	switch {
-	case err == nil:
-		return ctrl.Result{}, r.standBack(ctx, ReasonOperatorDeploymentPresent, fmt.Sprintf(
-			"the machine-api-operator runs its own Deployment %s/%s (a platform it supports)", ns, OperatorDeploymentName))
-	case !apierrors.IsNotFound(err):
-		return ctrl.Result{}, err
-	}
-	// Two machine controllers would act on the same Machines: appuio's
-	// provider goes first (docs/switch-from-appuio.md), and comes back
-	// only after ours (the way back).
-	for _, name := range []string{AppuioManagerDeployment, AppuioControllersDeployment} {
-		err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &appsv1.Deployment{})
+	// Two machine controllers would act on the same Machines: the
+	// operator's on a platform it supports, and appuio's provider, which
+	// goes first (docs/switch-from-appuio.md) and comes back only after
+	// ours (the way back).
+	for _, other := range []struct{ name, reason, why string }{
+		{OperatorDeploymentName, ReasonOperatorDeploymentPresent, "the machine-api-operator runs its own Deployment %s/%s (a platform it supports)"},
+		{AppuioManagerDeployment, ReasonAppuioProviderPresent, "appuio's cloudscale.ch provider runs (Deployment %s/%s): docs/switch-from-appuio.md switches over"},
+		{AppuioControllersDeployment, ReasonAppuioProviderPresent, "appuio's cloudscale.ch provider runs (Deployment %s/%s): docs/switch-from-appuio.md switches over"},
+	} {
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: other.name}, &appsv1.Deployment{})
 		switch {
 		case err == nil:
-			return ctrl.Result{}, r.standBack(ctx, ReasonAppuioProviderPresent, fmt.Sprintf(
-				"appuio's cloudscale.ch provider runs (Deployment %s/%s): docs/switch-from-appuio.md switches over", ns, name))
+			return ctrl.Result{}, r.standBack(ctx, other.reason, fmt.Sprintf(other.why, ns, other.name))
 		case !apierrors.IsNotFound(err):
 			return ctrl.Result{}, err
 		}
