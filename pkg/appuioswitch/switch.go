@@ -244,11 +244,12 @@ func (w *Switch) Apply(ctx context.Context) error {
 	if err := w.awaitLetGo(ctx, ManagerLease, "appuio's machine controller"); err != nil {
 		return err
 	}
-	if err := w.restoreSecrets(ctx, s); err != nil {
-		return err
-	}
 	client, servers, err := w.checkServers(ctx, s)
 	if err != nil {
+		return err
+	}
+	// Checked: from here on it changes the cluster.
+	if err := w.restoreSecrets(ctx, s); err != nil {
 		return err
 	}
 	if err := w.deleteDeployment(ctx, ControllersDeployment); err != nil {
@@ -288,10 +289,10 @@ func (w *Switch) Rollback(ctx context.Context) error {
 	if err := w.awaitLetGo(ctx, ourLease, "this provider's machine controller"); err != nil {
 		return err
 	}
-	if err := w.restoreSecrets(ctx, s); err != nil {
+	if _, _, err := w.checkServers(ctx, s); err != nil {
 		return err
 	}
-	if _, _, err := w.checkServers(ctx, s); err != nil {
+	if err := w.restoreSecrets(ctx, s); err != nil {
 		return err
 	}
 	if err := w.releaseLeases(ctx, []string{ourLease, deployerLease}, ourDeployment+"-", deployerDeployment+"-"); err != nil {
@@ -368,6 +369,10 @@ func (w *Switch) credentials(ctx context.Context, s *Survey) (cloud.Credentials,
 		return cloud.ReadCredentials(ctx, w.kube, w.cloud, w.o.Namespace, "", "")
 	case 1:
 		name := slices.Sorted(maps.Keys(names))[0]
+		if sec := s.Secrets[name]; !sec.Exists && sec.Copy {
+			// Gone with the component; its copy comes back later.
+			name = CopyPrefix + name
+		}
 		return cloud.ReadCredentials(ctx, w.kube, w.cloud, w.o.Namespace, name, "spec.providerSpec.value.tokenSecret")
 	}
 	return cloud.Credentials{}, fmt.Errorf("the Machines name %d token secrets (%s): the switch reads one account", len(names), strings.Join(slices.Sorted(maps.Keys(names)), ", "))
