@@ -241,7 +241,12 @@ func (w *Switch) Apply(ctx context.Context) error {
 	if s.Deployments[ManagerDeployment] {
 		return fmt.Errorf("not switched: appuio's provider still runs (Deployment %s/%s): remove its component first (--prepare before that saves its Secrets)", w.o.Namespace, ManagerDeployment)
 	}
+	// Its pods may outlive the Deployment (a background deletion): what
+	// shows they are gone is that neither of its leases is held.
 	if err := w.awaitLetGo(ctx, ManagerLease, "appuio's machine controller"); err != nil {
+		return err
+	}
+	if err := w.awaitLetGo(ctx, ControllersManagerLease, "appuio's manager, which applies "+ControllersDeployment); err != nil {
 		return err
 	}
 	client, servers, err := w.checkServers(ctx, s)
