@@ -682,6 +682,9 @@ func TestSwitchFromAppuio(t *testing.T) {
 	// the machine-config-operator rotated since (through appuio's template
 	// and its selector), and goes into the handed-over group.
 	e.scalesLikeAnyOther("worker", 2, "POST /v1/servers", "DELETE /v1/servers/{uuid}", "api-int."+apDomain+":22623", e.cloudscaleUserData)
+	if n := e.Harness().Count("POST /v1/server-groups"); n != 0 {
+		t.Errorf("scaling made %d server groups, want the handed-over one reused", n)
+	}
 	if g, err := w.c.ServerGroups.Get(e.ctx, w.group); err != nil || len(g.Servers) != 2 {
 		t.Errorf("the handed-over group after scaling: %v, %v", g, err)
 	}
