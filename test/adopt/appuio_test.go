@@ -487,6 +487,7 @@ func serverCalls(e *env) map[string]int64 {
 // getting the CA the machine-config-operator rotated. After the way back,
 // every server is where appuio's provider looks for it.
 func TestSwitchFromAppuio(t *testing.T) {
+	t.Parallel()
 	e := start(t, demo.Cloudscale, func(o *demo.Options) { o.WithoutProvider = true })
 	w := buildAppuio(t, e)
 	appuioStopped := appuioManager(t, e)

@@ -154,6 +154,7 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 }
 
 func TestAdoptCloudscale(t *testing.T) {
+	t.Parallel()
 	e := start(t, demo.Cloudscale)
 	w := buildCloudscale(t, e)
 	prov := cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "adopt"})

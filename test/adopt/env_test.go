@@ -4,8 +4,11 @@
 // (masters, workers, infra nodes, groups, networks, user data), Nodes for
 // its servers, and `adopt` (pkg/adopt) planning, applying and applying
 // again, its cloud writes counted in the emulator's request log. Then the
-// adopted MachineSets scale like any other. `make e2e` runs it (E2E=1): it
-// takes minutes.
+// adopted MachineSets scale like any other. The same for a cluster that
+// runs appuio's cloudscale.ch provider, switched over and back
+// (appuio_test.go). `make e2e` runs it (E2E=1): it takes minutes, the
+// tests side by side (each has its own control plane and emulator, and
+// mostly waits).
 package adopt_test
 
 import (
@@ -15,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,19 +49,41 @@ import (
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
-// testLog is the running test's log file (controller-runtime's logger is
-// process-wide and set once).
-var testLog struct {
+// testLogs are the running tests' log files. The tests run in parallel,
+// each with a control plane of its own, and log there: what their
+// environments log with the logger they are given goes to their own file;
+// what is logged with the process-wide loggers (controller-runtime's, set
+// once, and klog, which demo.Start sets to the latest environment's) goes
+// to every running test's file.
+var testLogs struct {
 	sync.Mutex
-	w io.Writer
+	ws map[io.Writer]bool
 }
 
 func logToTest(prefix, args string) {
-	testLog.Lock()
-	defer testLog.Unlock()
-	if testLog.w != nil {
-		fmt.Fprintln(testLog.w, prefix, args)
+	testLogs.Lock()
+	defer testLogs.Unlock()
+	for w := range testLogs.ws {
+		fmt.Fprintln(w, prefix, args)
 	}
+}
+
+// fileLog is a writer for one test's log, safe for concurrent use.
+type fileLog struct {
+	sync.Mutex
+	f *os.File
+}
+
+func (l *fileLog) log(prefix, args string) {
+	l.Lock()
+	defer l.Unlock()
+	fmt.Fprintln(l.f, prefix, args)
+}
+
+func (l *fileLog) Write(p []byte) (int, error) {
+	l.Lock()
+	defer l.Unlock()
+	return l.f.Write(p)
 }
 
 func TestMain(m *testing.M) {
@@ -98,10 +124,14 @@ func start(t *testing.T, cloudName string, opts ...func(*demo.Options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testLog.Lock()
-	testLog.w = logFile
-	testLog.Unlock()
-	log := funcr.New(logToTest, funcr.Options{Verbosity: 2, LogTimestamp: true})
+	own := &fileLog{f: logFile}
+	testLogs.Lock()
+	if testLogs.ws == nil {
+		testLogs.ws = map[io.Writer]bool{}
+	}
+	testLogs.ws[own] = true
+	testLogs.Unlock()
+	log := funcr.New(own.log, funcr.Options{Verbosity: 2, LogTimestamp: true})
 	o := demo.Options{Cloud: cloudName, BinDir: bin, Dir: dir, BootTime: 2 * time.Second, RegisterDelay: time.Second, Log: log}
 	for _, f := range opts {
 		f(&o)
@@ -111,10 +141,12 @@ func start(t *testing.T, cloudName string, opts ...func(*demo.Options)) *env {
 		if e != nil {
 			_ = e.Stop()
 		}
-		testLog.Lock()
-		testLog.w = nil
-		testLog.Unlock()
+		testLogs.Lock()
+		delete(testLogs.ws, own)
+		testLogs.Unlock()
+		own.Lock()
 		logFile.Close()
+		own.Unlock()
 		if t.Failed() {
 			t.Logf("logs are in %s", dir)
 		} else {
@@ -166,7 +198,24 @@ func (e *env) node(name, providerID string, roles []string, ips ...string) {
 		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
 	}
 	n.Status.Addresses = addrs
-	if err := e.Client.Create(e.ctx, n); err != nil {
+	err := e.Client.Create(e.ctx, n)
+	if apierrors.IsAlreadyExists(err) {
+		// The boot simulation registered it first (its server booted
+		// before the test got here, on a busy host): it becomes the Node
+		// a node Terraform made has.
+		want := n
+		n = &corev1.Node{}
+		if err := e.Client.Get(e.ctx, client.ObjectKey{Name: name}, n); err != nil {
+			e.t.Fatal(err)
+		}
+		base := n.DeepCopy()
+		maps.Copy(n.Labels, want.Labels)
+		if n.Spec.ProviderID == "" {
+			n.Spec.ProviderID = providerID
+		}
+		err = e.Client.Patch(e.ctx, n, client.MergeFrom(base))
+	}
+	if err != nil {
 		e.t.Fatal(err)
 	}
 	// The API server may drop the status of a create; a merge patch of the

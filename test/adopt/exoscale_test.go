@@ -173,6 +173,7 @@ func buildExoscale(t *testing.T, e *env) *exoWorld {
 }
 
 func TestAdoptExoscale(t *testing.T) {
+	t.Parallel()
 	e := start(t, demo.Exoscale)
 	w := buildExoscale(t, e)
 	prov := exocloud.New(exocloud.Options{APIEndpoint: e.APIURL + "v2", DefaultAPIKey: emuexo.DefaultAPIKey, DefaultAPISecret: emuexo.DefaultAPISecret})
