@@ -257,16 +257,19 @@ func (w *Switch) Apply(ctx context.Context) error {
 	if err := w.restoreSecrets(ctx, s); err != nil {
 		return err
 	}
+	// The groups first: once appuio's controllers are gone, this
+	// provider's deployer deploys its own, which may make a server at
+	// once. appuio's provider finds the groups by their key as before.
+	if client != nil {
+		if err := w.handOverGroups(ctx, s.ClusterID, client, servers); err != nil {
+			return err
+		}
+	}
 	if err := w.deleteDeployment(ctx, ControllersDeployment); err != nil {
 		return err
 	}
 	if err := w.releaseLeases(ctx, []string{ManagerLease, ControllersManagerLease}, ControllersDeployment+"-", ManagerDeployment+"-"); err != nil {
 		return err
-	}
-	if client != nil {
-		if err := w.handOverGroups(ctx, s.ClusterID, client, servers); err != nil {
-			return err
-		}
 	}
 	if err := w.record(ctx, phaseSwitched); err != nil {
 		return err
