@@ -31,9 +31,9 @@ Without a flag it prints what it finds and which step is next; nothing changes.
   --prepare   before removing appuio's component: saves copies of the Secrets the Machines
               name (removing the component deletes them)
   --apply     once the component is gone: checks that appuio's machine controller lets its lease
-              go, brings the Secrets back, deletes appuio-machine-api-controllers and waits for its
-              pods to go, releases the old controllers' leases, and hands appuio's server groups of
-              the cluster over; then this provider's deployer deploys its controllers
+              go, brings the Secrets back, hands appuio's server groups of the cluster over,
+              deletes appuio-machine-api-controllers and waits for its pods to go, and releases
+              the old controllers' leases; then this provider's deployer deploys its controllers
   --rollback  once this provider is removed: releases its leases and checks that appuio's
               provider finds every server, group and Secret as it left them
 

@@ -31,11 +31,12 @@
 // The switch is three commands of `machine-api-provider switch-from-appuio`
 // around removing the component (docs/switch-from-appuio.md): --prepare
 // saves copies of those Secrets; --apply, once the component is gone,
-// checks that appuio's machine controller no longer renews its lease,
-// brings back the Secrets, deletes appuio-machine-api-controllers (which
-// nothing applies again now) and waits for its pods to go, releases the
-// old controllers' leases, and hands appuio's server groups of the cluster
-// over (adds the cluster's tag). Only then does this provider's deployer
+// checks that appuio's machine controller no longer renews its lease and
+// that every Machine's server is found, brings back the Secrets, hands
+// appuio's server groups of the cluster over (adds the cluster's tag),
+// deletes appuio-machine-api-controllers (which nothing applies again now)
+// and waits for its pods to go, and releases the old controllers' leases.
+// Only then does this provider's deployer
 // deploy its controllers: it stands back while either of appuio's
 // Deployments exists. --rollback, once this provider is removed, releases
 // its leases and leaves every server, group and Secret as appuio's
