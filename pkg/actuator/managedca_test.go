@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -111,8 +112,11 @@ local ign = std.parseJson(std.decodeUTF8(std.base64DecodeBytes(m[0].data.userDat
 			if name == "selecting-template" && !strings.Contains(ud, `"seen":1`) {
 				t.Errorf("%s: the template saw other than the one managed Secret: %s", m, ud)
 			}
-			if name == "static-ignition" && !strings.Contains(fixture.EventText(e.Events(t, m)), "UserDataCAUpdated") {
-				t.Errorf("%s: no UserDataCAUpdated event:\n%s", m, fixture.EventText(e.Events(t, m)))
+			if name == "static-ignition" {
+				// Events are recorded asynchronously: awaited.
+				fixture.Eventually(t, 30*time.Second, m+"'s UserDataCAUpdated event", func() (bool, error) {
+					return strings.Contains(fixture.EventText(e.Events(t, m)), "UserDataCAUpdated"), nil
+				})
 			}
 		}
 	}
