@@ -465,16 +465,20 @@ func follow(t *testing.T, section string, steps []step) {
 	}
 }
 
-// serverCalls counts, of the emulator's requests since the last reset,
-// those that create, delete, stop, start or reboot a server.
-func serverCalls(e *env) map[string]int64 {
-	out := map[string]int64{}
+// assertNoServerCalls checks that, of the emulator's requests since the
+// last reset, none created, deleted, stopped, started or rebooted a
+// server, and logs each count, zeros included.
+func assertNoServerCalls(t *testing.T, e *env, when string) {
+	t.Helper()
+	var counts []string
 	for _, route := range []string{"POST /v1/servers", "DELETE /v1/servers/{uuid}", "POST /v1/servers/{uuid}/stop", "POST /v1/servers/{uuid}/start", "POST /v1/servers/{uuid}/reboot"} {
-		if n := e.Harness().Count(route); n > 0 {
-			out[route] = n
+		n := e.Harness().Count(route)
+		counts = append(counts, fmt.Sprintf("%s: %d", route, n))
+		if n > 0 {
+			t.Errorf("%s: %d calls %s, want none", when, n, route)
 		}
 	}
-	return out
+	t.Logf("server calls %s: %s", when, strings.Join(counts, ", "))
 }
 
 // TestSwitchFromAppuio switches a cluster that runs appuio's provider to
@@ -624,9 +628,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 	})
 
 	// 0 servers created, deleted, stopped or rebooted.
-	if calls := serverCalls(e); len(calls) > 0 {
-		t.Errorf("server calls while switching: %v, want none", calls)
-	}
+	assertNoServerCalls(t, e, "while switching")
 	t.Logf("cloud writes while switching: %v", e.writes())
 	// Every Machine keeps its server and Node.
 	for name, id := range w.servers {
@@ -711,9 +713,8 @@ func TestSwitchFromAppuio(t *testing.T) {
 			mustRun("--rollback", sw.Rollback)
 		}},
 	})
-	if calls := serverCalls(e); len(calls) > 0 {
-		t.Errorf("server calls on the way back: %v, want none", calls)
-	}
+	assertNoServerCalls(t, e, "on the way back")
+	t.Logf("cloud writes on the way back: %v", e.writes())
 	for _, name := range []string{"cloudscale-machine-api-provider", "machine-api-provider-deployer"} {
 		var l coordinationv1.Lease
 		if exists(&l, name) && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
@@ -745,6 +746,14 @@ func TestSwitchFromAppuio(t *testing.T) {
 		}
 		if !maps.Equal(map[string]string(found[0].Tags), apServerTags(m.Name)) {
 			t.Errorf("server of %s: tags %v, want appuio's %v", m.Name, found[0].Tags, apServerTags(m.Name))
+		}
+		// The root volume keeps rootVolumeTags; this provider's identity
+		// tags beside them are what appuio's Update replaces by exactly
+		// rootVolumeTags (a tag write, nothing on the server).
+		if vol, err := w.c.Volumes.Get(e.ctx, found[0].Volumes[0].UUID); err != nil || vol.Tags["backup"] != "none" {
+			t.Errorf("root volume of %s: %v, %v: want its rootVolumeTags backup=none", m.Name, vol, err)
+		} else {
+			t.Logf("root volume of %s after the way back: tags %v", m.Name, vol.Tags)
 		}
 		if m.Labels["machine.openshift.io/cluster-api-machineset"] == "worker" {
 			inKeyed := false
