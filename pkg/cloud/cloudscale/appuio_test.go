@@ -1,9 +1,7 @@
 package cloudscale
 
 import (
-	"encoding/json"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -98,15 +96,7 @@ func TestAppuioSpecMakesAppuiosServer(t *testing.T) {
 		}
 	}
 	// The API does not give the SSH keys back; the emulator's state does.
-	var world struct {
-		Servers map[string]struct {
-			SSHKeys []string `json:"ssh_keys"`
-		} `json:"servers"`
-	}
-	if b, err := os.ReadFile(state); err != nil || json.Unmarshal(b, &world) != nil {
-		t.Fatalf("the emulator's state: %v", err)
-	}
-	if keys := world.Servers[s.ID].SSHKeys; !slices.Equal(keys, []string{key}) {
+	if keys := storedServer(t, state, s.ID).SSHKeys; !slices.Equal(keys, []string{key}) {
 		t.Errorf("ssh keys %v, want the spec's", keys)
 	}
 	// rootVolumeTags on the root volume.
