@@ -39,6 +39,7 @@ var foreignFlags = map[string]string{
 	"field-selector": "oc get", "sort-by": "oc get", "previous": "oc logs",
 	"description": "exo iam role create", "policy": "exo iam role create",
 	"preserve-digests": "skopeo copy", "format": "skopeo copy", "from-oci-layout": "oras cp",
+	"for": "oc wait", "timeout": "oc wait", "cascade": "oc delete", "branch": "git clone",
 	"scale-down-unneeded-time": "the cluster-autoscaler, as its operator renders it",
 	"cloud-provider":           "the kubelet and a cloud-controller-manager", "node-ip": "the kubelet",
 }

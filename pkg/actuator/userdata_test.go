@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 func TestIgnitionPassesThroughUntouched(t *testing.T) {
 	// Odd spacing and key order must survive: the bytes are the secret's.
 	ign := []byte(`{ "ignition" : {"version":"3.4.0"},  "storage":{} }`)
-	got, err := renderUserData(context.Background(), userdata.Default, ign, &machinev1.Machine{}, nil)
+	got, err := renderUserData(context.Background(), userdata.Default, ign, userdata.Context{Machine: &machinev1.Machine{}})
 	if err != nil || string(got) != string(ign) {
 		t.Errorf("got %q, %v; want the input unchanged", got, err)
 	}
@@ -46,7 +46,7 @@ func TestTemplateErrorsFailTheMachine(t *testing.T) {
 		"import":     {"local pw = '" + secret + "';\nimportstr '/etc/passwd'", `importstr "/etc/passwd"`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := renderUserData(context.Background(), r, []byte(tc.tmpl), &machinev1.Machine{}, map[string][]byte{"userData": []byte("x")})
+			_, err := renderUserData(context.Background(), r, []byte(tc.tmpl), userdata.Context{Machine: &machinev1.Machine{}, Data: map[string][]byte{"userData": []byte("x")}})
 			var inv *invalidError
 			if !errors.As(err, &inv) {
 				t.Fatalf("error %T %v, want a spec error that fails the Machine", err, err)
@@ -61,7 +61,7 @@ func TestTemplateErrorsFailTheMachine(t *testing.T) {
 func TestCancelledRenderDoesNotFailTheMachine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := renderUserData(ctx, userdata.Default, []byte("'a' + 'b'"), &machinev1.Machine{}, nil)
+	_, err := renderUserData(ctx, userdata.Default, []byte("'a' + 'b'"), userdata.Context{Machine: &machinev1.Machine{}})
 	var inv *invalidError
 	if err == nil || errors.As(err, &inv) {
 		t.Errorf("got %v, want a plain error: the manager stopping is not the Machine's fault", err)
@@ -75,7 +75,7 @@ func TestCancelledRenderDoesNotFailTheMachine(t *testing.T) {
 func TestSandboxFailuresAreRetried(t *testing.T) {
 	const secret = "s3cr3t-passw0rd-in-template"
 	tmpl := "local pw = '" + secret + "';\nlocal f(n) = if n == 0 then 0 else 1 + f(n - 1);\nstd.foldl(function(a, i) a + std.foldl(function(b, j) b + f(400), std.range(1, 1000), 0), std.range(1, 100000), 0)"
-	_, err := renderUserData(context.Background(), &userdata.Renderer{Timeout: time.Second}, []byte(tmpl), &machinev1.Machine{}, nil)
+	_, err := renderUserData(context.Background(), &userdata.Renderer{Timeout: time.Second}, []byte(tmpl), userdata.Context{Machine: &machinev1.Machine{}})
 	var inv *invalidError
 	var sandbox *userdata.SandboxError
 	if errors.As(err, &inv) || !errors.As(err, &sandbox) || sandbox.Kind != userdata.KindTimeout {

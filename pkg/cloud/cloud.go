@@ -17,6 +17,7 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -78,6 +79,9 @@ type Spec interface {
 	// UserDataSecretName names the secret (key "userData") holding the
 	// user data, "" for none.
 	UserDataSecretName() string
+	// UserDataSecretSelector picks the secrets a user data template sees
+	// as context.secrets; nil for none (the template sees null).
+	UserDataSecretSelector() *metav1.LabelSelector
 	// InstanceType, Region and Zone place the server, for Machine labels.
 	InstanceType() string
 	Region() string

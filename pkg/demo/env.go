@@ -81,6 +81,10 @@ type Options struct {
 	// controller-runtime's default.
 	SyncPeriod time.Duration
 	Log        logr.Logger
+	// WithoutProvider starts everything but the provider's manager, which
+	// StartProvider starts later (a cluster that runs another provider
+	// first).
+	WithoutProvider bool
 }
 
 // Default autoscaler timing, and how often it looks: the
@@ -128,6 +132,7 @@ type Env struct {
 	kubelet *kubelet // of ControlPlaneNode, with Options.Autoscaler
 	ccm     *localcluster.Process
 	cloud   *emulated
+	ctx     context.Context
 	cancel  context.CancelFunc
 	stops   []func()
 }
@@ -202,21 +207,12 @@ func Start(o Options) (*Env, error) {
 		}
 	}
 
-	mgr, err := manager.New(e.Cluster.Config, manager.Options{
-		Cloud:                  e.cloud.provider(srv.URL + "/"),
-		ClusterID:              o.ClusterID,
-		Namespace:              Namespace,
-		CapacityPublisher:      true,
-		MetricsBindAddress:     "0",
-		HealthProbeBindAddress: "0",
-		Log:                    o.Log.WithName("provider"),
-		AllowManyPerProcess:    true,
-		SyncPeriod:             o.SyncPeriod,
-	})
-	if err != nil {
-		return e, err
+	e.ctx = ctx
+	if !o.WithoutProvider {
+		if _, err := e.StartProvider(false); err != nil {
+			return e, err
+		}
 	}
-	e.run(ctx, mgr.Start)
 	if err := e.startMachineAPIControllers(ctx, e.Cluster.Config, o.Log); err != nil {
 		return e, err
 	}
@@ -229,6 +225,39 @@ func Start(o Options) (*Env, error) {
 		}
 	}
 	return e, nil
+}
+
+// StartProvider starts the provider's manager (Start does, unless
+// Options.WithoutProvider), with leader election as the deployer runs it
+// or without, until stop or Stop.
+func (e *Env) StartProvider(leaderElection bool) (stop func(), err error) {
+	mgr, err := manager.New(e.Cluster.Config, manager.Options{
+		Cloud:                  e.cloud.provider(e.APIURL),
+		ClusterID:              e.Options.ClusterID,
+		Namespace:              Namespace,
+		CapacityPublisher:      true,
+		MetricsBindAddress:     "0",
+		HealthProbeBindAddress: "0",
+		LeaderElection:         leaderElection,
+		Log:                    e.Options.Log.WithName("provider"),
+		AllowManyPerProcess:    true,
+		SyncPeriod:             e.Options.SyncPeriod,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	stop = func() {
+		cancel()
+		<-done
+	}
+	e.stops = append(e.stops, stop)
+	return stop, nil
 }
 
 // Title names the environment's cloud ("cloudscale.ch", "Exoscale").

@@ -178,7 +178,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Controller:              config.Controller{SkipNameValidation: &o.AllowManyPerProcess},
 		// Secrets are read one by one, only those Machines and MachineSets
 		// name: no informer holds every Secret of the namespace in memory,
-		// and RBAC needs only get.
+		// and RBAC needs only get (and list, for the secrets a spec's
+		// userDataSecretSelector picks).
 		// The orphan record (a ConfigMap) is read when it changes hands,
 		// not watched.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},

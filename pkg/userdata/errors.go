@@ -18,6 +18,9 @@ const (
 	KindImport Kind = "Import"
 	// KindOutput: the template's result is too large or not usable.
 	KindOutput Kind = "Output"
+	// KindInput: the template and its context are more than a sandbox
+	// takes.
+	KindInput Kind = "Input"
 )
 
 // The sandbox's failures (a *SandboxError): the sandbox ended without an

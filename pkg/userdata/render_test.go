@@ -2,6 +2,7 @@ package userdata
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -111,4 +112,56 @@ func asSandboxError(t *testing.T, err error, k Kind) *SandboxError {
 		t.Fatalf("got kind %s (%v), want %s", e.Kind, e, k)
 	}
 	return e
+}
+
+// TestTemplateSeesSelectedSecrets: the context offers the secrets a
+// userDataSecretSelector picked as "secrets", Secret objects as the API has
+// them (data base64), and null without a selector, as appuio's provider
+// does (v0.4.0, pkg/machine/actuator.go): its templates take the
+// machine-config-operator's <machineset>-user-data-managed Ignition from
+// there.
+func TestTemplateSeesSelectedSecrets(t *testing.T) {
+	m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "app-7ws9q", Labels: map[string]string{"machine.openshift.io/cluster-api-machineset": "app"}}}
+	managed := map[string]any{
+		"metadata": map[string]any{"name": "app-user-data-managed", "namespace": "openshift-machine-api"},
+		"data":     map[string]any{"userData": base64.StdEncoding.EncodeToString([]byte(`{"ignition":{"security":{"tls":{"certificateAuthorities":[{"source":"data:,NEW-CA"}]}}}}`))},
+		"type":     "Opaque",
+	}
+	tmpl := []byte(`local ctx = std.extVar('context');
+local set = ctx.machine.metadata.labels['machine.openshift.io/cluster-api-machineset'];
+local found = if ctx.secrets == null then [] else std.filter(function(s) s.metadata.name == set + '-user-data-managed', ctx.secrets);
+local ca = if std.length(found) == 1
+  then std.parseJson(std.decodeUTF8(std.base64DecodeBytes(found[0].data.userData))).ignition.security.tls.certificateAuthorities
+  else [{ source: 'data:,' + ctx.data.ignitionCA }];
+{ ignition: { version: '3.1.0', security: { tls: { certificateAuthorities: ca } } }, n: if ctx.secrets == null then -1 else std.length(ctx.secrets) }`)
+	data := map[string][]byte{"userData": tmpl, "ignitionCA": []byte("OLD-CA")}
+	for name, tc := range map[string]struct {
+		secrets []any
+		want    string
+	}{
+		"no selector":      {nil, `{"ignition":{"security":{"tls":{"certificateAuthorities":[{"source":"data:,OLD-CA"}]}},"version":"3.1.0"},"n":-1}`},
+		"nothing selected": {[]any{}, `{"ignition":{"security":{"tls":{"certificateAuthorities":[{"source":"data:,OLD-CA"}]}},"version":"3.1.0"},"n":0}`},
+		"managed selected": {[]any{managed}, `{"ignition":{"security":{"tls":{"certificateAuthorities":[{"source":"data:,NEW-CA"}]}},"version":"3.1.0"},"n":1}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := Default.RenderContext(context.Background(), tmpl, Context{Machine: m, Data: data, Secrets: tc.secrets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestContextTooLargeIsTheTemplates: a context larger than the sandbox reads
+// is the template's (its selector's) fault, named, not retried.
+func TestContextTooLargeIsTheTemplates(t *testing.T) {
+	big := strings.Repeat("x", maxRequest)
+	_, err := noSandbox(t).RenderContext(context.Background(), []byte("1 +"), Context{Machine: &machinev1.Machine{}, Secrets: []any{map[string]any{"data": map[string]any{"k": big}}}})
+	var tmplErr *Error
+	if !errors.As(err, &tmplErr) || tmplErr.Kind != KindInput || strings.Contains(err.Error(), "xxxx") {
+		t.Errorf("got %v, want an *Error of kind %s that quotes nothing", err, KindInput)
+	}
 }

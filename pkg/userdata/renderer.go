@@ -93,8 +93,8 @@ func (r *Renderer) release() { <-r.slots }
 // Render returns the user data for machine: raw itself when it is JSON,
 // else the result of raw as a Jsonnet template with
 // std.extVar('context') = {machine: <the Machine>, data: {<key>: <value as
-// a string>}}. A template yielding a string gives that string; anything
-// else gives its JSON.
+// a string>}, secrets: null}. A template yielding a string gives that
+// string; anything else gives its JSON.
 //
 // A template at fault gives an *Error: its evaluation failed, the same on
 // every attempt. A sandbox that ended without an answer (a timeout, memory,
@@ -102,20 +102,44 @@ func (r *Renderer) release() { <-r.slots }
 // retry: a sound template ends so on a host starved of CPU or memory. ctx
 // ending gives its error.
 func (r *Renderer) Render(ctx context.Context, raw []byte, machine any, secretData map[string][]byte) ([]byte, error) {
+	return r.RenderContext(ctx, raw, Context{Machine: machine, Data: secretData})
+}
+
+// Context is what a template sees as std.extVar('context'), the context
+// appuio's cloudscale.ch provider (v0.4.0, pkg/machine/actuator.go,
+// jsonnetVMWithContext) gives its templates, so that theirs render here.
+type Context struct {
+	// Machine is the Machine (its JSON), as "machine".
+	Machine any
+	// Data are the user data secret's keys, each value a string, as "data".
+	Data map[string][]byte
+	// Secrets are the secrets a userDataSecretSelector picked, each as the
+	// API has it (its data base64), as "secrets"; nil (no selector) gives
+	// null, an empty list [].
+	Secrets []any
+}
+
+// RenderContext is Render with the whole context: see Render.
+func (r *Renderer) RenderContext(ctx context.Context, raw []byte, c Context) ([]byte, error) {
 	if isJSON(raw) {
 		return raw, nil
 	}
-	data := make(map[string]string, len(secretData))
-	for k, v := range secretData {
+	data := make(map[string]string, len(c.Data))
+	for k, v := range c.Data {
 		data[k] = string(v)
 	}
-	ctxJSON, err := json.Marshal(map[string]any{"machine": machine, "data": data})
+	ctxJSON, err := json.Marshal(map[string]any{"machine": c.Machine, "data": data, "secrets": c.Secrets})
 	if err != nil {
 		return nil, fmt.Errorf("preparing the user data template's context: %w", err)
 	}
 	req, err := json.Marshal(request{Template: raw, Context: ctxJSON})
 	if err != nil {
 		return nil, fmt.Errorf("preparing the user data template's context: %w", err)
+	}
+	if len(req) > maxRequest {
+		// The sandbox would refuse it on every attempt.
+		return nil, &Error{Kind: KindInput, msg: fmt.Sprintf("the template and its context are %s, more than the %s a template may see (a selector picking many or large secrets?)",
+			formatBytes(int64(len(req))), formatBytes(maxRequest))}
 	}
 	if err := r.acquire(ctx); err != nil {
 		return nil, err

@@ -157,6 +157,7 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 }
 
 func TestAdoptCloudscale(t *testing.T) {
+	t.Parallel()
 	e := start(t, demo.Cloudscale, csInfraName)
 	w := buildCloudscale(t, e)
 	prov := cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "adopt"})
@@ -281,7 +282,7 @@ func TestAdoptCloudscale(t *testing.T) {
 	}
 
 	// The adopted MachineSet scales like any other.
-	e.scalesLikeAnyOther(csInfraName+"-worker-rma1", 3, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
+	e.scalesLikeAnyOther(csInfraName+"-worker-rma1", 3, "POST /v1/servers", "DELETE /v1/servers/{uuid}", "api-int."+csDomain+":22623", e.cloudscaleUserData)
 	if !slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && g.CPMS != nil }) {
 		t.Errorf("no ControlPlaneMachineSet planned")
 	}

@@ -4,16 +4,21 @@
 // (masters, workers, infra nodes, groups, networks, user data), Nodes for
 // its servers, and `adopt` (pkg/adopt) planning, applying and applying
 // again, its cloud writes counted in the emulator's request log. Then the
-// adopted MachineSets scale like any other. `make e2e` runs it (E2E=1): it
-// takes minutes.
+// adopted MachineSets scale like any other. The same for a cluster that
+// runs appuio's cloudscale.ch provider, switched over and back
+// (appuio_test.go). `make e2e` runs it (E2E=1): it takes minutes, the
+// tests side by side (each has its own control plane and emulator, and
+// mostly waits).
 package adopt_test
 
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,12 +33,14 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/adopt"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	"github.com/appuio/machine-api-provider/pkg/demo"
@@ -44,19 +51,41 @@ import (
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
-// testLog is the running test's log file (controller-runtime's logger is
-// process-wide and set once).
-var testLog struct {
+// testLogs are the running tests' log files. The tests run in parallel,
+// each with a control plane of its own, and log there: what their
+// environments log with the logger they are given goes to their own file;
+// what is logged with the process-wide loggers (controller-runtime's, set
+// once, and klog, which demo.Start sets to the latest environment's) goes
+// to every running test's file.
+var testLogs struct {
 	sync.Mutex
-	w io.Writer
+	ws map[io.Writer]bool
 }
 
 func logToTest(prefix, args string) {
-	testLog.Lock()
-	defer testLog.Unlock()
-	if testLog.w != nil {
-		fmt.Fprintln(testLog.w, prefix, args)
+	testLogs.Lock()
+	defer testLogs.Unlock()
+	for w := range testLogs.ws {
+		fmt.Fprintln(w, prefix, args)
 	}
+}
+
+// fileLog is a writer for one test's log, safe for concurrent use.
+type fileLog struct {
+	sync.Mutex
+	f *os.File
+}
+
+func (l *fileLog) log(prefix, args string) {
+	l.Lock()
+	defer l.Unlock()
+	fmt.Fprintln(l.f, prefix, args)
+}
+
+func (l *fileLog) Write(p []byte) (int, error) {
+	l.Lock()
+	defer l.Unlock()
+	return l.f.Write(p)
 }
 
 func TestMain(m *testing.M) {
@@ -78,11 +107,13 @@ type env struct {
 	kube client.Client
 	// takeOver is adopt's TakeOverClusterID.
 	takeOver string
+	// caRotations counts rotateCA's rotations.
+	caRotations int
 }
 
 // start starts the cluster whose identity, its infrastructureName, is
 // clusterID.
-func start(t *testing.T, cloudName, clusterID string) *env {
+func start(t *testing.T, cloudName, clusterID string, opts ...func(*demo.Options)) *env {
 	t.Helper()
 	if os.Getenv("E2E") == "" {
 		t.Skip("end-to-end test: run `make e2e` (E2E=1)")
@@ -99,22 +130,32 @@ func start(t *testing.T, cloudName, clusterID string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testLog.Lock()
-	testLog.w = logFile
-	testLog.Unlock()
-	log := funcr.New(logToTest, funcr.Options{Verbosity: 2, LogTimestamp: true})
+	own := &fileLog{f: logFile}
+	testLogs.Lock()
+	if testLogs.ws == nil {
+		testLogs.ws = map[io.Writer]bool{}
+	}
+	testLogs.ws[own] = true
+	testLogs.Unlock()
+	log := funcr.New(own.log, funcr.Options{Verbosity: 2, LogTimestamp: true})
 	// Platform None: the clusters Terraform made before APPUiO installed on
 	// platform External, whose Nodes have their addresses from the kubelet
 	// (the platform External runs are test/e2e's and test/install's).
-	e, err := demo.Start(demo.Options{Cloud: cloudName, ClusterID: clusterID, Platform: configv1.NonePlatformType, BinDir: bin, Dir: dir, BootTime: 2 * time.Second, RegisterDelay: time.Second, Log: log})
+	o := demo.Options{Cloud: cloudName, ClusterID: clusterID, Platform: configv1.NonePlatformType, BinDir: bin, Dir: dir, BootTime: 2 * time.Second, RegisterDelay: time.Second, Log: log}
+	for _, f := range opts {
+		f(&o)
+	}
+	e, err := demo.Start(o)
 	t.Cleanup(func() {
 		if e != nil {
 			_ = e.Stop()
 		}
-		testLog.Lock()
-		testLog.w = nil
-		testLog.Unlock()
+		testLogs.Lock()
+		delete(testLogs.ws, own)
+		testLogs.Unlock()
+		own.Lock()
 		logFile.Close()
+		own.Unlock()
 		if t.Failed() {
 			t.Logf("logs are in %s", dir)
 		} else {
@@ -166,7 +207,24 @@ func (e *env) node(name, providerID string, roles []string, ips ...string) {
 		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
 	}
 	n.Status.Addresses = addrs
-	if err := e.Client.Create(e.ctx, n); err != nil {
+	err := e.Client.Create(e.ctx, n)
+	if apierrors.IsAlreadyExists(err) {
+		// The boot simulation registered it first (its server booted
+		// before the test got here, on a busy host): it becomes the Node
+		// a node Terraform made has.
+		want := n
+		n = &corev1.Node{}
+		if err := e.Client.Get(e.ctx, client.ObjectKey{Name: name}, n); err != nil {
+			e.t.Fatal(err)
+		}
+		base := n.DeepCopy()
+		maps.Copy(n.Labels, want.Labels)
+		if n.Spec.ProviderID == "" {
+			n.Spec.ProviderID = providerID
+		}
+		err = e.Client.Patch(e.ctx, n, client.MergeFrom(base))
+	}
+	if err != nil {
 		e.t.Fatal(err)
 	}
 	// The API server may drop the status of a create; a merge patch of the
@@ -353,9 +411,17 @@ func (e *env) scale(name string, n int32) {
 
 // scalesLikeAnyOther scales an adopted MachineSet of n replicas up by one
 // and back: one server made (its Node's certificates approved), one
-// deleted, counted by the cloud's create and delete routes.
-func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute string) {
+// deleted, counted by the cloud's create and delete routes. Right before
+// the scale-up the machine-config-operator rotates the machine config
+// server's CA (rotateCA): the new server's user data (userDataOf, by the
+// server's ID) carries the new CA.
+func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute string, mcsHost string, userDataOf func(id string) []byte) {
 	e.t.Helper()
+	before := map[string]bool{}
+	for _, m := range e.machinesOf(ms) {
+		before[m.Name] = true
+	}
+	ca := e.rotateCA("worker", mcsHost)
 	e.Harness().ResetRequests()
 	for _, want := range []int32{n + 1, n} {
 		e.scale(ms, want)
@@ -365,11 +431,98 @@ func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute st
 		})
 		if want > n {
 			e.assertApproved()
+			for _, m := range e.machinesOf(ms) {
+				if before[m.Name] {
+					continue
+				}
+				id := (*m.Spec.ProviderID)[strings.Index(*m.Spec.ProviderID, "://")+3:]
+				if got := caSource(userDataOf(id)); got != ca {
+					e.t.Errorf("the new Machine %s's server trusts the CA %q, want the rotated one of the managed Secret, %q", m.Name, caText(got), caText(ca))
+				} else {
+					e.t.Logf("the new Machine %s's server trusts the CA the machine-config-operator rotated to", m.Name)
+				}
+			}
 		}
 	}
 	if c, d := e.Harness().Count(createRoute), e.Harness().Count(deleteRoute); c != 1 || d != 1 {
 		e.t.Errorf("scaling %s %d -> %d -> %d: %d creates, %d deletes, want 1 and 1", ms, n, n+1, n, c, d)
 	}
+}
+
+// machinesOf lists a MachineSet's Machines.
+func (e *env) machinesOf(ms string) []machinev1beta1.Machine {
+	e.t.Helper()
+	var list machinev1beta1.MachineList
+	if err := e.Client.List(e.ctx, &list, client.InNamespace(demo.Namespace), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": ms}); err != nil {
+		e.t.Fatal(err)
+	}
+	return list.Items
+}
+
+// rotateCA writes the pool's managed Secret as the machine-config-operator
+// does once it has rotated the machine config server's CA
+// (openshift/machine-config-operator, pkg/operator/sync.go and
+// manifests/userdata_secret.yaml): <pool>-user-data-managed in the
+// Machine API's namespace, labelled, with the pool's pointer Ignition
+// naming the new CA bundle as a data URL. It returns that CA source.
+func (e *env) rotateCA(pool, mcsHost string) string {
+	e.t.Helper()
+	e.caRotations++
+	ca := fmt.Sprintf("-----BEGIN CERTIFICATE-----\nMIIBrotated%dByTheMachineConfigOperator\n-----END CERTIFICATE-----\n", e.caRotations)
+	source := "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(ca))
+	ign, err := json.Marshal(map[string]any{"ignition": map[string]any{
+		"version":  "3.5.0",
+		"config":   map[string]any{"merge": []any{map[string]any{"source": "https://" + mcsHost + "/config/" + pool}}},
+		"security": map[string]any{"tls": map[string]any{"certificateAuthorities": []any{map[string]any{"source": source}}}},
+	}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pool + actuator.ManagedUserDataSuffix, Namespace: demo.Namespace}}
+	if err := e.Client.Get(e.ctx, client.ObjectKeyFromObject(s), s); err != nil && !apierrors.IsNotFound(err) {
+		e.t.Fatal(err)
+	}
+	s.Labels = map[string]string{actuator.ManagedUserDataLabel: ""}
+	s.Type = corev1.SecretTypeOpaque
+	s.Data = map[string][]byte{"userData": ign, "disableTemplating": []byte("true\n")}
+	if s.UID == "" {
+		err = e.Client.Create(e.ctx, s)
+	} else {
+		err = e.Client.Update(e.ctx, s)
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return source
+}
+
+// caText is the PEM of a CA source (a base64 data URL), for messages.
+func caText(source string) string {
+	_, b64, _ := strings.Cut(source, ";base64,")
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return source
+	}
+	return string(b)
+}
+
+// caSource is the first CA source of an Ignition config, "" if none.
+func caSource(userData []byte) string {
+	var ign struct {
+		Ignition struct {
+			Security struct {
+				TLS struct {
+					CertificateAuthorities []struct {
+						Source string `json:"source"`
+					} `json:"certificateAuthorities"`
+				} `json:"tls"`
+			} `json:"security"`
+		} `json:"ignition"`
+	}
+	if json.Unmarshal(userData, &ign) != nil || len(ign.Ignition.Security.TLS.CertificateAuthorities) == 0 {
+		return ""
+	}
+	return ign.Ignition.Security.TLS.CertificateAuthorities[0].Source
 }
 
 // eventually polls cond every 500 ms until it holds or timeout passes.
@@ -430,4 +583,32 @@ func (e *env) assertApproved() {
 	for _, err := range fixture.ApproverWouldApprove(machines.Items, nodes.Items) {
 		e.t.Errorf("cluster-machine-approver: %v", err)
 	}
+}
+
+// cloudscaleUserData is the user data a server of the cloudscale.ch
+// emulator was made with.
+func (e *env) cloudscaleUserData(id string) []byte {
+	for _, s := range e.Cloudscale.Servers() {
+		if s.UUID == id {
+			return []byte(s.UserData)
+		}
+	}
+	e.t.Fatalf("no server %s", id)
+	return nil
+}
+
+// exoscaleUserData is the user data an instance of the Exoscale emulator
+// was made with.
+func (e *env) exoscaleUserData(id string) []byte {
+	for _, in := range e.Exoscale.Instances() {
+		if in.ID == id {
+			b, err := base64.StdEncoding.DecodeString(in.UserData)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			return b
+		}
+	}
+	e.t.Fatalf("no instance %s", id)
+	return nil
 }

@@ -173,6 +173,7 @@ func buildExoscale(t *testing.T, e *env) *exoWorld {
 }
 
 func TestAdoptExoscale(t *testing.T) {
+	t.Parallel()
 	// The module's cluster_id is the cluster's identity here: the
 	// Machines and instances carry it as the module tagged them
 	// (cloudscale_test.go takes over a cluster_id that is not).
@@ -317,7 +318,7 @@ func TestAdoptExoscale(t *testing.T) {
 	}
 
 	// The adopted MachineSet scales like any other.
-	e.scalesLikeAnyOther("c-blue-5678-infra-gva2", 2, "POST /v2/instance", "DELETE /v2/instance/{id}")
+	e.scalesLikeAnyOther("c-blue-5678-infra-gva2", 2, "POST /v2/instance", "DELETE /v2/instance/{id}", "api-int."+exoDomain+":22623", e.exoscaleUserData)
 }
 
 // loseNodeDelete fails the first deletion of a Node, as a run that stops

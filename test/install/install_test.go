@@ -10,6 +10,7 @@ package install_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"math/rand"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
@@ -44,8 +46,19 @@ func TestMain(m *testing.M) {
 }
 
 // workerIgnition is what the installer's worker-user-data holds: the
-// pointer to the machine config server.
-const workerIgnition = `{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int.c1.example.com:22623/config/worker"}]}}}`
+// pointer to the machine config server, with the CA it had at install
+// time.
+const workerIgnition = `{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int.c1.example.com:22623/config/worker"}]},` +
+	`"security":{"tls":{"certificateAuthorities":[{"source":"data:text/plain;charset=utf-8;base64,SU5TVEFMTC1USU1FLUNB"}]}}}}`
+
+// managedIgnition is the machine-config-operator's worker-user-data-managed
+// (pkg/operator/sync.go, manifests/userdata_secret.yaml), once it has
+// rotated the CA: the provider takes the CA from it.
+const (
+	rotatedCA       = "data:text/plain;charset=utf-8;base64,Uk9UQVRFRC1DQQ=="
+	managedIgnition = `{"ignition":{"version":"3.5.0","config":{"merge":[{"source":"https://api-int.c1.example.com:22623/config/worker"}]},` +
+		`"security":{"tls":{"certificateAuthorities":[{"source":"` + rotatedCA + `"}]}}}}`
+)
 
 func TestInstallManifests(t *testing.T) {
 	for _, tc := range []struct {
@@ -136,9 +149,15 @@ func testInstall(t *testing.T, cloudName string, c cloud.Cloud, spec map[string]
 		t.Fatal(err)
 	}
 
-	// What the installer makes itself: the worker Ignition pointer.
+	// What the installer makes itself: the worker Ignition pointer; and
+	// the machine-config-operator's managed one, whose CA differs (it
+	// rotated it).
 	if err := e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: installmanifests.UserDataSecret, Namespace: demo.Namespace},
 		Data: map[string][]byte{"userData": []byte(workerIgnition)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "worker" + actuator.ManagedUserDataSuffix, Namespace: demo.Namespace,
+		Labels: map[string]string{actuator.ManagedUserDataLabel: ""}}, Data: map[string][]byte{"userData": []byte(managedIgnition), "disableTemplating": []byte("true\n")}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -217,6 +236,24 @@ func testInstall(t *testing.T, cloudName string, c cloud.Cloud, spec map[string]
 	}
 	for _, err := range fixture.ApproverWouldApprove(machines.Items, nodes.Items) {
 		t.Errorf("cluster-machine-approver: %v", err)
+	}
+	// The MachineSets name the installer's worker-user-data, and every
+	// server trusts the CA of the managed Secret.
+	userData := map[string]string{}
+	if e.Cloudscale != nil {
+		for _, s := range e.Cloudscale.Servers() {
+			userData[cscloud.Name+"://"+s.UUID] = s.UserData
+		}
+	} else {
+		for _, i := range e.Exoscale.Instances() {
+			b, _ := base64.StdEncoding.DecodeString(i.UserData)
+			userData[exocloud.Name+"://"+i.ID] = string(b)
+		}
+	}
+	for _, m := range machines.Items {
+		if ud := userData[*m.Spec.ProviderID]; !strings.Contains(ud, `"certificateAuthorities":[{"source":"`+rotatedCA+`"}]`) {
+			t.Errorf("Machine %s's server trusts another CA than the managed Secret's: %s", m.Name, ud)
+		}
 	}
 }
 

@@ -519,9 +519,11 @@ func emulate(t *testing.T, name string) emulated {
 			"cloudscale-token": {"token": "token-from-secret"},
 			"worker-user-data": {"userData": `{"ignition":{"version":"3.2.0"}}`},
 		}
+		// The selector makes the provider list secrets (by label).
 		e.spec = `{"apiVersion":"machine.appuio.io/v1beta1",
 			"kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19",
-			"tokenSecret":{"name":"cloudscale-token"},"userDataSecret":{"name":"worker-user-data"}}`
+			"tokenSecret":{"name":"cloudscale-token"},"userDataSecret":{"name":"worker-user-data"},
+			"userDataSecretSelector":{"matchLabels":{"machineconfiguration.openshift.io/managed-ca-bundle-derived-from-configmap":""}}}`
 	case exocloud.Name:
 		emu, err := emuexo.New(emuexo.Config{BootTime: 100 * time.Millisecond, ActionTime: 100 * time.Millisecond})
 		if err != nil {

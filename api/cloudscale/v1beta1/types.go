@@ -17,6 +17,11 @@ const (
 // Machine.
 type CloudscaleMachineProviderSpec struct {
 	metav1.TypeMeta `json:",inline"`
+	// Metadata is taken, empty, for appuio's provider spec type, which
+	// embeds ObjectMeta and so writes "metadata":{"creationTimestamp":null}
+	// into the specs it encodes; neither provider reads it, so anything in
+	// it is refused rather than ignored.
+	Metadata *metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Zone the server runs in: rma1 or lpg1.
 	Zone string `json:"zone"`
@@ -52,6 +57,15 @@ type CloudscaleMachineProviderSpec struct {
 	// UserDataSecret names a secret in the Machine's namespace whose key
 	// userData is the server's user data (e.g. the worker Ignition config).
 	UserDataSecret *corev1.LocalObjectReference `json:"userDataSecret,omitempty"`
+	// UserDataSecretSelector picks secrets of the Machine's namespace that
+	// a user data template sees as std.extVar('context').secrets, a list of
+	// Secret objects as the API has them (data base64), as appuio's
+	// provider offers them (v0.4.0). Without it, secrets is null; an empty
+	// selector picks every secret. A selection holding credentials (a key
+	// of the cloud's credentials, or a Secret of another type than
+	// Opaque) fails the Machine: user data reaches the server and the
+	// cloud.
+	UserDataSecretSelector *metav1.LabelSelector `json:"userDataSecretSelector,omitempty"`
 	// TokenSecret names a secret in the Machine's namespace whose key token
 	// is the API token to use; without it, the manager's default token.
 	TokenSecret *corev1.LocalObjectReference `json:"tokenSecret,omitempty"`

@@ -132,6 +132,13 @@ func (s *CloudscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorLi
 	if s.TokenSecret != nil {
 		errs = append(errs, specutil.SecretName(path.Child("tokenSecret", "name"), s.TokenSecret.Name, "the name of the secret holding the API token")...)
 	}
+	if s.UserDataSecretSelector != nil {
+		errs = append(errs, specutil.LabelSelector(path.Child("userDataSecretSelector"), s.UserDataSecretSelector)...)
+		if s.UserDataSecret == nil {
+			errs = append(errs, field.Forbidden(path.Child("userDataSecretSelector"), "picks secrets for the user data template, and there is none: set userDataSecret"))
+		}
+	}
+	errs = append(errs, specutil.EmptyMetadata(path.Child("metadata"), s.Metadata)...)
 	return errs
 }
 

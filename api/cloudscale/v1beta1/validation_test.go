@@ -86,6 +86,10 @@ func TestValidationNamesTheField(t *testing.T) {
 		"other kind":           {`{` + base + `,"kind":"AWSMachineProviderConfig"}`, "spec.providerSpec.value.kind"},
 		"flavor of wrong type": {`{"zone":"rma1","flavor":["flex-8-4"],"image":"debian-12"}`, `spec.providerSpec.value: Invalid value: "(raw JSON)": cannot decode field "flavor"`},
 		"no value":             {``, "spec.providerSpec.value: Required"},
+		"bad selector":         {`{` + base + `,"userDataSecret":{"name":"u"},"userDataSecretSelector":{"matchLabels":{"a b":"c"}}}`, "spec.providerSpec.value.userDataSecretSelector.matchLabels: Invalid"},
+		"bad selector op":      {`{` + base + `,"userDataSecret":{"name":"u"},"userDataSecretSelector":{"matchExpressions":[{"key":"a","operator":"Near"}]}}`, "spec.providerSpec.value.userDataSecretSelector.matchExpressions[0].operator"},
+		"selector sans secret": {`{` + base + `,"userDataSecretSelector":{}}`, "spec.providerSpec.value.userDataSecretSelector: Forbidden"},
+		"metadata":             {`{` + base + `,"metadata":{"name":"x"}}`, "spec.providerSpec.value.metadata: Forbidden"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -97,6 +101,35 @@ func TestValidationNamesTheField(t *testing.T) {
 				t.Errorf("error %q does not contain %q", errs, c.field)
 			}
 		})
+	}
+}
+
+// TestAppuioSpecAsItIs: a spec of appuio/machine-api-provider-cloudscale
+// v0.4.0 with every field of its CloudscaleMachineProviderSpec
+// (api/cloudscale/provider/v1beta1/cloudscaleprovider_types.go), without
+// apiVersion and kind (its decoder neither requires nor checks them), and
+// with the empty metadata its encoder writes (the type embeds ObjectMeta),
+// means the same here.
+func TestAppuioSpecAsItIs(t *testing.T) {
+	spec, errs := parse(t, `{"metadata":{"creationTimestamp":null},
+		"userDataSecret":{"name":"cloudscale-user-data"},
+		"userDataSecretSelector":{"matchLabels":{"machineconfiguration.openshift.io/managed-ca-bundle-derived-from-configmap":""}},
+		"tokenSecret":{"name":"cloudscale-rw-token"},"baseDomain":"c1.example.com","zone":"rma1",
+		"antiAffinityKey":"app","serverGroups":["2db69ba3-1864-4608-853a-0771b6885a3a"],"tags":{"team":"a"},
+		"flavor":"flex-16-4","image":"custom:rhcos-4.15","rootVolumeSizeGB":100,"rootVolumeTags":{"backup":"no"},
+		"sshKeys":null,"useIPV6":false,
+		"interfaces":[{"type":"Private","networkUUID":"fd2b132d-f5d0-4024-b99f-68e5321ab4d1","addresses":null}]}`)
+	if spec == nil {
+		t.Fatal(errs)
+	}
+	sel := spec.UserDataSecretSelector
+	if sel == nil || len(sel.MatchLabels) != 1 || spec.TokenSecret.Name != "cloudscale-rw-token" || spec.UserDataSecret.Name != "cloudscale-user-data" ||
+		spec.RootVolumeTags["backup"] != "no" || len(spec.ServerGroups) != 1 || spec.UseIPV6 == nil || *spec.UseIPV6 ||
+		spec.BaseDomain != "c1.example.com" || spec.AntiAffinityKey != "app" || spec.Interfaces[0].NetworkUUID != "fd2b132d-f5d0-4024-b99f-68e5321ab4d1" {
+		t.Errorf("decoded %+v", spec)
+	}
+	if spec.APIVersion != APIVersion || spec.Kind != SpecKind {
+		t.Errorf("apiVersion/kind %q/%q, want them defaulted", spec.APIVersion, spec.Kind)
 	}
 }
 

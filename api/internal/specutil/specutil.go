@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -141,4 +143,46 @@ func UserDataSize(userData []byte, max int, what string) error {
 		return fmt.Errorf("the user data is %d bytes, more than the %d %s takes", len(userData), max, what)
 	}
 	return nil
+}
+
+// Bounds of a label selector in a spec.
+const (
+	maxSelectorTerms  = 16
+	maxSelectorValues = 16
+)
+
+// LabelSelector checks a label selector a spec holds: valid as the API
+// server takes one, and bounded.
+func LabelSelector(path *field.Path, sel *metav1.LabelSelector) field.ErrorList {
+	if len(sel.MatchLabels) > maxSelectorTerms {
+		return field.ErrorList{field.TooMany(path.Child("matchLabels"), len(sel.MatchLabels), maxSelectorTerms)}
+	}
+	if len(sel.MatchExpressions) > maxSelectorTerms {
+		return field.ErrorList{field.TooMany(path.Child("matchExpressions"), len(sel.MatchExpressions), maxSelectorTerms)}
+	}
+	for i, e := range sel.MatchExpressions {
+		if len(e.Values) > maxSelectorValues {
+			return field.ErrorList{field.TooMany(path.Child("matchExpressions").Index(i).Child("values"), len(e.Values), maxSelectorValues)}
+		}
+	}
+	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, path)
+	for i := range errs {
+		// The API server's messages may repeat the value: bound it.
+		if s, ok := errs[i].BadValue.(string); ok {
+			errs[i].BadValue = Truncate(s)
+		}
+	}
+	return errs
+}
+
+// EmptyMetadata refuses metadata in a provider spec unless it is empty
+// (what encoding an embedded ObjectMeta writes): nothing reads it.
+func EmptyMetadata(path *field.Path, m *metav1.ObjectMeta) field.ErrorList {
+	if m == nil {
+		return nil
+	}
+	if b, err := json.Marshal(m); err == nil && (string(b) == `{"creationTimestamp":null}` || string(b) == `{}`) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(path, "a provider spec has no metadata of its own and nothing reads it: remove it (an empty one is taken)")}
 }

@@ -2,9 +2,11 @@ package cloudscale
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -191,4 +193,27 @@ func mustNotContain(t *testing.T, err error, secrets ...string) {
 			t.Errorf("error %q contains the secret %q", err, s)
 		}
 	}
+}
+
+// storedServer is what the emulator's state file keeps of a server beyond
+// what the API gives back: its user data and SSH keys.
+func storedServer(t *testing.T, state, id string) struct {
+	UserData string   `json:"user_data"`
+	SSHKeys  []string `json:"ssh_keys"`
+} {
+	t.Helper()
+	var world struct {
+		Servers map[string]struct {
+			UserData string   `json:"user_data"`
+			SSHKeys  []string `json:"ssh_keys"`
+		} `json:"servers"`
+	}
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &world); err != nil {
+		t.Fatal(err)
+	}
+	return world.Servers[id]
 }

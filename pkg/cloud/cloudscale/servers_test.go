@@ -1,9 +1,7 @@
 package cloudscale
 
 import (
-	"encoding/json"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -78,21 +76,7 @@ func TestCreateServer(t *testing.T) {
 		t.Errorf("root volume tags %v, want %v", rt, wantRoot)
 	}
 
-	// The API does not give the user data back; the emulator's state does.
-	var world struct {
-		Servers map[string]struct {
-			UserData string   `json:"user_data"`
-			SSHKeys  []string `json:"ssh_keys"`
-		} `json:"servers"`
-	}
-	b, err := os.ReadFile(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &world); err != nil {
-		t.Fatal(err)
-	}
-	if ws := world.Servers[s.ID]; ws.UserData != string(userData) || !slices.Equal(ws.SSHKeys, spec.SSHKeys) {
+	if ws := storedServer(t, state, s.ID); ws.UserData != string(userData) || !slices.Equal(ws.SSHKeys, spec.SSHKeys) {
 		t.Errorf("user data %q, ssh keys %v in the emulator", ws.UserData, ws.SSHKeys)
 	}
 }

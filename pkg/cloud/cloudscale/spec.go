@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
@@ -30,6 +32,11 @@ func (s Spec) UserDataSecretName() string {
 		return ""
 	}
 	return s.UserDataSecret.Name
+}
+
+// UserDataSecretSelector shadows the embedded field of the same name.
+func (s Spec) UserDataSecretSelector() *metav1.LabelSelector {
+	return s.CloudscaleMachineProviderSpec.UserDataSecretSelector
 }
 
 // InstanceType is the flavor.

@@ -3,6 +3,8 @@ package exoscale
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 )
@@ -28,6 +30,10 @@ func (s Spec) UserDataSecretName() string {
 	}
 	return s.UserDataSecret.Name
 }
+
+// UserDataSecretSelector is nil: the Exoscale spec picks no secrets for
+// its templates.
+func (s Spec) UserDataSecretSelector() *metav1.LabelSelector { return nil }
 
 // InstanceType is the spec's instanceType (family.size or an ID).
 func (s Spec) InstanceType() string { return s.ExoscaleMachineProviderSpec.InstanceType }

@@ -53,16 +53,17 @@ func TestTaintID(t *testing.T) {
 
 type fakeSpec struct{}
 
-func (fakeSpec) CredentialsSecretName() string  { return "" }
-func (fakeSpec) CredentialsSecretField() string { return "tokenSecret" }
-func (fakeSpec) ServerName(m string) string     { return m }
-func (fakeSpec) AntiAffinityKey() string        { return "" }
-func (fakeSpec) MaxUserDataBytes() int          { return 0 }
-func (fakeSpec) UserDataSecretName() string     { return "" }
-func (fakeSpec) InstanceType() string           { return "gpu-1" }
-func (fakeSpec) Region() string                 { return "rma" }
-func (fakeSpec) Zone() string                   { return "rma1" }
-func (fakeSpec) RootVolumeGiB() int             { return 100 }
+func (fakeSpec) CredentialsSecretName() string                 { return "" }
+func (fakeSpec) CredentialsSecretField() string                { return "tokenSecret" }
+func (fakeSpec) ServerName(m string) string                    { return m }
+func (fakeSpec) AntiAffinityKey() string                       { return "" }
+func (fakeSpec) MaxUserDataBytes() int                         { return 0 }
+func (fakeSpec) UserDataSecretName() string                    { return "" }
+func (fakeSpec) UserDataSecretSelector() *metav1.LabelSelector { return nil }
+func (fakeSpec) InstanceType() string                          { return "gpu-1" }
+func (fakeSpec) Region() string                                { return "rma" }
+func (fakeSpec) Zone() string                                  { return "rma1" }
+func (fakeSpec) RootVolumeGiB() int                            { return 100 }
 func (fakeSpec) NodeLabels(*cloud.Flavor) map[string]string {
 	return cloud.NodeLabels("gpu-1", "rma1", "rma")
 }

@@ -23,9 +23,11 @@
 // changes (proxy.go).
 //
 // When the operator runs its own machine-api-controllers Deployment (a
-// supported platform), the deployer refuses: it does not apply its
-// Deployment, deletes it if it had applied it before, and reports why. Two
-// machine controllers would otherwise fight over the same Machines.
+// supported platform), or appuio's cloudscale.ch provider runs (its
+// Deployments appuio-machine-api-provider-cloudscale and
+// appuio-machine-api-controllers), the deployer refuses: it does not apply
+// its Deployment, deletes it if it had applied it before, and reports why.
+// Two machine controllers would otherwise fight over the same Machines.
 //
 // # Status
 //
@@ -80,6 +82,15 @@ const (
 	// OperatorDeploymentName is the Deployment the machine-api-operator
 	// runs on the platforms it supports.
 	OperatorDeploymentName = "machine-api-controllers"
+	// AppuioManagerDeployment runs appuio's cloudscale.ch provider (its
+	// Commodore component, component/main.jsonnet at v0.3.1): the machine
+	// controller (lease 3a21cedd.appuio.io) and the manager that applies
+	// AppuioControllersDeployment (lease 458f6dca.appuio.io).
+	AppuioManagerDeployment = "appuio-machine-api-provider-cloudscale"
+	// AppuioControllersDeployment is the machine-api-operator's
+	// controllers as appuio's provider runs them
+	// (controllers/machine_api_controllers_deployment.jsonnet, v0.4.0).
+	AppuioControllersDeployment = "appuio-machine-api-controllers"
 	// StatusConfigMap holds the deployer's conditions under StatusKey.
 	StatusConfigMap = "machine-api-provider-deployer-status"
 	StatusKey       = "conditions"
@@ -97,6 +108,10 @@ const (
 	// ReasonOperatorDeploymentPresent: the machine-api-operator runs its
 	// own controllers here; the deployer stands back.
 	ReasonOperatorDeploymentPresent = "OperatorDeploymentPresent"
+	// ReasonAppuioProviderPresent: appuio's cloudscale.ch provider runs
+	// here; the deployer stands back until the switch
+	// (docs/switch-from-appuio.md) has removed it.
+	ReasonAppuioProviderPresent = "AppuioProviderPresent"
 	// ReasonImagesUnavailable: the images ConfigMap or its images.json is
 	// missing. A Deployment applied before is left running.
 	ReasonImagesUnavailable = "ImagesUnavailable"
@@ -283,7 +298,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(r.opts.Name).
 		For(&corev1.ConfigMap{}, builder.WithPredicates(named(ImagesConfigMap))).
 		Watches(&appsv1.Deployment{}, toKey, builder.WithPredicates(
-			named(r.deploymentName(), OperatorDeploymentName),
+			named(r.deploymentName(), OperatorDeploymentName, AppuioManagerDeployment, AppuioControllersDeployment),
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
 		)).
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -323,13 +338,22 @@ func (r *Reconciler) key() types.NamespacedName {
 func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	ns := r.opts.Namespace
 
-	operator := &appsv1.Deployment{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: OperatorDeploymentName}, operator)
-	switch {
-	case err == nil:
-		return ctrl.Result{}, r.standBack(ctx)
-	case !apierrors.IsNotFound(err):
-		return ctrl.Result{}, err
+	// Two machine controllers would act on the same Machines: the
+	// operator's on a platform it supports, and appuio's provider, which
+	// goes first (docs/switch-from-appuio.md) and comes back only after
+	// ours (the way back).
+	for _, other := range []struct{ name, reason, why string }{
+		{OperatorDeploymentName, ReasonOperatorDeploymentPresent, "the machine-api-operator runs its own Deployment %s/%s (a platform it supports)"},
+		{AppuioManagerDeployment, ReasonAppuioProviderPresent, "appuio's cloudscale.ch provider runs (Deployment %s/%s): docs/switch-from-appuio.md switches over"},
+		{AppuioControllersDeployment, ReasonAppuioProviderPresent, "appuio's cloudscale.ch provider runs (Deployment %s/%s): docs/switch-from-appuio.md switches over"},
+	} {
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: other.name}, &appsv1.Deployment{})
+		switch {
+		case err == nil:
+			return ctrl.Result{}, r.standBack(ctx, other.reason, fmt.Sprintf(other.why, ns, other.name))
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, err
+		}
 	}
 
 	cm := &corev1.ConfigMap{}
@@ -447,12 +471,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	return ctrl.Result{}, err
 }
 
-// standBack removes our Deployment, if we applied one, while the operator
-// runs its own.
-func (r *Reconciler) standBack(ctx context.Context) error {
+// standBack removes our Deployment, if we applied one, while other
+// controllers of the Machines run (why says which), and reports reason.
+func (r *Reconciler) standBack(ctx context.Context, reason, why string) error {
 	ns, name := r.opts.Namespace, r.deploymentName()
-	msg := fmt.Sprintf("the machine-api-operator runs its own Deployment %s/%s (a platform it supports): not deploying %s",
-		ns, OperatorDeploymentName, name)
+	msg := fmt.Sprintf("%s: not deploying %s", why, name)
 	deleted := false
 	ours := &appsv1.Deployment{}
 	err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ours)
@@ -468,12 +491,12 @@ func (r *Reconciler) standBack(ctx context.Context) error {
 		}
 		deleted = true
 	}
-	status, err := r.report(ctx, false, ReasonOperatorDeploymentPresent, msg)
+	status, err := r.report(ctx, false, reason, msg)
 	if err != nil {
 		return err
 	}
 	if deleted {
-		m := fmt.Sprintf("deleted Deployment %s/%s: the machine-api-operator runs its own %s", ns, name, OperatorDeploymentName)
+		m := fmt.Sprintf("deleted Deployment %s/%s: %s", ns, name, why)
 		log.FromContext(ctx).Info(m)
 		r.recorder.Event(status, corev1.EventTypeNormal, ReasonDeploymentDeleted, m)
 	}

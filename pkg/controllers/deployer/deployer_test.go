@@ -209,6 +209,32 @@ func TestController(t *testing.T) {
 		}
 	})
 
+	// appuio's cloudscale.ch provider runs its machine controller in its
+	// component's Deployment, and its manager there applies the operator's
+	// controllers as appuio-machine-api-controllers: while either is there,
+	// ours would act on the same Machines.
+	t.Run("RefusesBesideAppuio", func(t *testing.T) {
+		e := start(t, cfg)
+		e.createImages(maoImg1, proxyImg1)
+		e.waitDeployment(func(d *appsv1.Deployment) bool { return true })
+		for _, name := range []string{deployer.AppuioManagerDeployment, deployer.AppuioControllersDeployment} {
+			appuio := operatorDeployment(e.ns)
+			appuio.Name = name
+			e.must(e.c.Create(e.ctx, appuio))
+			e.waitNoDeployment()
+			c := e.waitCondition(metav1.ConditionFalse, deployer.ReasonAppuioProviderPresent)
+			if !strings.Contains(c.Message, name) || !strings.Contains(c.Message, "switch-from-appuio") {
+				t.Errorf("condition message %q names neither %s nor the switch", c.Message, name)
+			}
+			e.consistentlyNoDeployment(2 * time.Second)
+			// The switch removes it: ours comes.
+			e.must(e.c.Delete(e.ctx, appuio))
+			e.waitDeployment(func(d *appsv1.Deployment) bool { return true })
+			e.waitCondition(metav1.ConditionTrue, deployer.ReasonApplied)
+		}
+		e.waitEvent(corev1.EventTypeNormal, deployer.ReasonDeploymentDeleted, deployer.AppuioControllersDeployment)
+	})
+
 	t.Run("RepairsDrift", func(t *testing.T) {
 		e := start(t, cfg)
 		e.createImages(maoImg1, proxyImg1)

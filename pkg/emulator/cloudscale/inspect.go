@@ -13,6 +13,8 @@ type ServerInfo struct {
 	VCPUs, MemoryGB, GPUs, RootVolumeGB int
 	// PrivateIPs and PublicIPs of its interfaces.
 	PrivateIPs, PublicIPs []string
+	// UserData as the client sent it.
+	UserData string
 }
 
 // Servers returns the servers of the account, oldest first.
@@ -26,7 +28,7 @@ func (e *Emulator) Servers() []ServerInfo {
 		for k, v := range s.Tags {
 			tags[k] = v
 		}
-		info := ServerInfo{UUID: s.UUID, Name: s.Name, Status: s.Status, Zone: s.Zone, Flavor: s.Flavor, Tags: tags}
+		info := ServerInfo{UUID: s.UUID, Name: s.Name, Status: s.Status, Zone: s.Zone, Flavor: s.Flavor, Tags: tags, UserData: s.UserData}
 		if f := findFlavor(s.Flavor); f != nil {
 			info.VCPUs, info.MemoryGB = f.VCPUCount, f.MemoryGB
 			if f.GPU != nil {
