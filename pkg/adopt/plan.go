@@ -118,6 +118,9 @@ type Group struct {
 	Blocked string
 	// CPMSNote says why the masters get no ControlPlaneMachineSet.
 	CPMSNote string
+	// Warnings are what an admin must know before applying: storage nodes
+	// (storage.go), operations the credentials were refused.
+	Warnings []string
 }
 
 // Member is one server of a group.

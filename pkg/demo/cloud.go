@@ -104,7 +104,7 @@ func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulato
 			},
 			zoneSuffix: "rma1", instanceType: "flex-8-4", typeNoun: "flavor",
 			providerSpec: func(flavor string) string {
-				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"antiAffinityKey":"worker"}`, flavor)
+				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":100,"interfaces":[{"type":"Public"}],"antiAffinityKey":"worker"}`, flavor)
 			},
 			createRoute: "POST /v1/servers", deleteRoute: "DELETE /v1/servers/{uuid}",
 		}, emu, nil, nil

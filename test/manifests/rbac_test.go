@@ -484,7 +484,7 @@ func emulate(t *testing.T, name string) emulated {
 			"worker-user-data": {"userData": `{"ignition":{"version":"3.2.0"}}`},
 		}
 		e.spec = `{"apiVersion":"machine.appuio.io/v1beta1",
-			"kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19",
+			"kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19","interfaces":[{"type":"Public"}],
 			"tokenSecret":{"name":"cloudscale-token"},"userDataSecret":{"name":"worker-user-data"}}`
 	case exocloud.Name:
 		emu, err := emuexo.New(emuexo.Config{BootTime: 100 * time.Millisecond, ActionTime: 100 * time.Millisecond})
