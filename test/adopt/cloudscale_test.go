@@ -22,6 +22,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/adopt"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	"github.com/appuio/machine-api-provider/pkg/demo"
+	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 )
 
 // The cluster as appuio/terraform-openshift4-cloudscale names it: cluster_id
@@ -82,12 +83,16 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 		hex, role, flavor string
 		adoptable         bool
 	}
+	// The masters as the module makes them with make_master_adoptable_by_provider
+	// = true (docs/adopt.md: Terraform keeps them, and writes their tags
+	// itself); the workers and infra nodes without
+	// make_worker_adoptable_by_provider: adopt tags them.
 	for _, n := range []node{
-		{"master-1a2b", "master", "plus-16-4", false}, {"master-3c4d", "master", "plus-16-4", false}, {"master-5e6f", "master", "plus-16-4", false},
-		{"worker-0a1b", "worker", "plus-16-4", true}, {"worker-2c3d", "worker", "plus-16-4", true}, {"worker-4e5f", "worker", "plus-16-4", true},
+		{"master-1a2b", "master", "plus-16-4", true}, {"master-3c4d", "master", "plus-16-4", true}, {"master-5e6f", "master", "plus-16-4", true},
+		{"worker-0a1b", "worker", "plus-16-4", false}, {"worker-2c3d", "worker", "plus-16-4", false}, {"worker-4e5f", "worker", "plus-16-4", false},
 		// Resized by hand in the control panel since: left alone.
-		{"worker-ffff", "worker", "flex-8-4", true},
-		{"infra-7a8b", "infra", "plus-16-4", true}, {"infra-9c0d", "infra", "plus-16-4", true},
+		{"worker-ffff", "worker", "flex-8-4", false},
+		{"infra-7a8b", "infra", "plus-16-4", false}, {"infra-9c0d", "infra", "plus-16-4", false},
 	} {
 		config := "worker"
 		if n.role == "master" {
@@ -156,12 +161,17 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 func TestAdoptCloudscale(t *testing.T) {
 	e := start(t, demo.Cloudscale)
 	w := buildCloudscale(t, e)
+	kept := w.terraformKept(t, e)
 	prov := cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "adopt"})
 
-	// The plan alone changes nothing.
+	// The plan alone changes nothing, and needs nothing but reading: a
+	// read-only token makes it (least privilege; cloudscale.ch's tokens are
+	// read-only or read/write, docs/cloudscale.md#api-token).
+	e.Cloudscale.SetTokens(map[string]emucs.Access{"demo": emucs.ReadWrite, "terraform": emucs.ReadWrite, "adopt": emucs.ReadWrite, "adopt-read-only": emucs.ReadOnly})
+	readOnly := cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "adopt-read-only"})
 	e.Harness().ResetRequests()
 	var out bytes.Buffer
-	a := e.adopter(prov, csClusterID, &out)
+	a := e.adopter(readOnly, csClusterID, &out)
 	p, err := a.Plan(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +190,7 @@ func TestAdoptCloudscale(t *testing.T) {
 		"worker-ffff." + csDomain, "left alone: flavor (flex-8-4; the group's plus-16-4)",
 		"bootstrap." + csDomain, "no Node runs on it",
 		"takes over worker-group (4 servers)", "ControlPlaneMachineSet (Inactive)", "MachineSet (3 replicas)", "MachineSet (2 replicas)",
+		"the masters' group stays Terraform's", `serverGroups=["` + w.groups["master"] + `"]`,
 	} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, plan)
@@ -189,8 +200,8 @@ func TestAdoptCloudscale(t *testing.T) {
 	// Apply: 0 creates, 0 deletes, 0 reboots.
 	e.Harness().ResetRequests()
 	_, _, r := e.run(e.adopter(prov, csClusterID, &out))
-	if r.MachinesCreated != 8 || r.MachineSetsCreated != 2 || r.CPMSCreated != 1 || r.GroupsTakenOver != 3 || r.IdentitiesSet != 3 {
-		t.Errorf("report %+v: want 8 Machines (3 masters, 3 workers, 2 infra), 2 MachineSets, 1 CPMS, 3 groups taken over, 3 servers tagged (the masters; the module tagged the others)", r)
+	if r.MachinesCreated != 8 || r.MachineSetsCreated != 2 || r.CPMSCreated != 1 || r.GroupsTakenOver != 2 || r.IdentitiesSet != 5 {
+		t.Errorf("report %+v: want 8 Machines (3 masters, 3 workers, 2 infra), 2 MachineSets, 1 CPMS, 2 groups taken over (the workers' and the infra nodes'; the masters' stays Terraform's), 5 servers tagged (the module tagged the masters)", r)
 	}
 	writes := e.writes()
 	t.Logf("cloud writes while adopting (the provider's root volume tags included): %v", writes)
@@ -261,4 +272,6 @@ func TestAdoptCloudscale(t *testing.T) {
 	if !slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && g.CPMS != nil }) {
 		t.Errorf("no ControlPlaneMachineSet planned")
 	}
+	// What Terraform keeps is as the module wrote it.
+	kept.agrees(t)
 }
