@@ -24,6 +24,7 @@ func adoptCommand() *cobra.Command {
 		exoAPI     string
 		caFile     string
 		apply      bool
+		undo       bool
 		zapOpts    zap.Options
 	)
 	cmd := &cobra.Command{
@@ -47,15 +48,21 @@ The provider must run in the cluster (the deployer's machine-api-controllers): -
 its machine controller to take the Machines over. Credentials: as the manager's, from
 CLOUDSCALE_API_TOKEN or EXOSCALE_API_KEY and EXOSCALE_API_SECRET, or the secret
 --credentials-secret names (which the Machines then name too). docs/adopt.md has the whole
-procedure and the Terraform handover.`,
+procedure and the Terraform handover; --undo releases what adopt wrote again, keeping every
+server and Node.`,
 		Example: `  # the plan
   CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --cluster-id c-green-1234
   # carry it out
   CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --cluster-id c-green-1234 --apply
   # Exoscale, with the credentials secret the Machines name
-  machine-api-provider adopt --cloud exoscale --credentials-secret exoscale-credentials --apply`,
+  machine-api-provider adopt --cloud exoscale --credentials-secret exoscale-credentials --apply
+  # undo it: what adopt wrote goes, every server and Node stays
+  machine-api-provider adopt --undo --apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if undo {
+				return adoptUndo(cmd, cloudName, o.Namespace, kubeconfig, o.Wait, apply, &zapOpts)
+			}
 			log := newLogger(&zapOpts)
 			o.Log, o.Out = log, cmd.OutOrStdout()
 			var c cloud.Cloud
@@ -123,6 +130,7 @@ procedure and the Terraform handover.`,
 	f.StringVar(&o.UserDataSecret, "user-data-secret", "", "user data secret every MachineSet names (default: one per node group, <MachineSet>-user-data, made from what its nodes booted with)")
 	f.StringVar(&caFile, "ignition-ca", "", "file with the machine config server's CA, for cloudscale.ch user data (default: read from the cluster)")
 	f.BoolVar(&apply, "apply", false, "carry the plan out (default: only print it)")
+	f.BoolVar(&undo, "undo", false, "undo adopt: release the Machines it adopted and the MachineSets and ControlPlaneMachineSet it wrote, keeping every server and Node, and nothing written to the cloud (as uninstall does, machine-api-provider uninstall --help); the provider stays")
 	f.DurationVar(&o.Wait, "wait", 15*time.Minute, "how long to wait for each step the cluster carries out (Machines Running, a replacement Ready, a drain)")
 	f.StringVar(&apiURL, "cloudscale-api-url", os.Getenv("CLOUDSCALE_API_URL"), "cloudscale.ch API base URL (default $CLOUDSCALE_API_URL, else the real API)")
 	f.StringVar(&exoAPI, "exoscale-api-endpoint", os.Getenv(exocloud.EnvAPIEndpoint), "Exoscale API endpoint (default $EXOSCALE_API_ENDPOINT, else "+exocloud.DefaultEndpoint+")")

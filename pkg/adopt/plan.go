@@ -32,6 +32,10 @@ const (
 const (
 	// AdoptedAnnotation on a Machine names the server adopt found for it.
 	AdoptedAnnotation = "machine.appuio.io/adopted-server"
+	// WrittenAnnotation marks the MachineSets and the
+	// ControlPlaneMachineSet adopt wrote: adopt --undo releases them
+	// (pkg/uninstall).
+	WrittenAnnotation = "machine.appuio.io/written-by-adopt"
 	// PoolAnnotation on a MachineSet names the instance pool whose members
 	// it replaces, PoolSizeAnnotation how many members the pool had when
 	// the replacement began.
@@ -320,6 +324,9 @@ func roleOf(m *Member, clusterID string) string {
 	}
 	if m.Existing != nil && dnsLabel.MatchString(m.Existing.Labels[roleLabel]) {
 		return m.Existing.Labels[roleLabel]
+	}
+	if r := machineSetRole(m.MachineName, clusterID, zoneSuffix(m.Found.Zone)); r != "" {
+		return r
 	}
 	if sub := terraformName.FindStringSubmatch(m.MachineName); sub != nil {
 		return sub[1]

@@ -108,8 +108,12 @@ type Env struct {
 	APIURL  string
 	kubelet *kubelet // of ControlPlaneNode, with Options.Autoscaler
 	cloud   *emulated
+	ctx     context.Context
 	cancel  context.CancelFunc
 	stops   []func()
+	// machineAPI is the provider and the machine-api controllers while
+	// they run (machineapi.go).
+	machineAPI *machineAPIRun
 }
 
 // Start starts everything. Stop stops it, also after an error.
@@ -174,20 +178,9 @@ func Start(o Options) (*Env, error) {
 	e.stops = append(e.stops, srv.Close)
 	e.APIURL = srv.URL + "/"
 
-	mgr, err := manager.New(e.Cluster.Config, manager.Options{
-		Cloud:                  e.cloud.provider(srv.URL + "/"),
-		Namespace:              Namespace,
-		CapacityPublisher:      true,
-		MetricsBindAddress:     "0",
-		HealthProbeBindAddress: "0",
-		Log:                    o.Log.WithName("provider"),
-		AllowManyPerProcess:    true,
-	})
-	if err != nil {
-		return e, err
-	}
-	e.run(ctx, mgr.Start)
-	if err := e.startMachineAPIControllers(ctx, e.Cluster.Config, o.Log); err != nil {
+	e.ctx = ctx
+	e.stops = append(e.stops, e.StopMachineAPI)
+	if err := e.StartMachineAPI(); err != nil {
 		return e, err
 	}
 	sim := bootsim.New(e.Client, e.cloud.view, bootsim.Options{RegisterDelay: o.RegisterDelay, Log: o.Log.WithName("boot")})
@@ -270,17 +263,22 @@ func (e *Env) startMachineAPIControllers(ctx context.Context, cfg *rest.Config, 
 	if err := machinecontroller.AddToManager(mgr, ctrl.Options{}, nodelink.Add, machinehealthcheck.Add); err != nil {
 		return err
 	}
-	e.run(ctx, mgr.Start)
+	e.machineAPI.waits = append(e.machineAPI.waits, goRun(ctx, mgr.Start))
 	return nil
 }
 
 func (e *Env) run(ctx context.Context, f func(context.Context) error) {
+	e.stops = append(e.stops, goRun(ctx, f))
+}
+
+// goRun runs f in a goroutine; the func it returns waits until f returned.
+func goRun(ctx context.Context, f func(context.Context) error) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = f(ctx)
 	}()
-	e.stops = append(e.stops, func() { <-done })
+	return func() { <-done }
 }
 
 // Stop stops everything it started, the autoscaler first.

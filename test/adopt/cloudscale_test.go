@@ -274,4 +274,11 @@ func TestAdoptCloudscale(t *testing.T) {
 	}
 	// What Terraform keeps is as the module wrote it.
 	kept.agrees(t)
+
+	// Leaving without losing a node: adopt --undo and adopt again, then
+	// uninstall, install again and adopt again.
+	released := e.release(cscloud.Name, true)
+	e.comeBack(prov, csClusterID, released, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
+	released = e.release(cscloud.Name, false)
+	e.comeBack(prov, csClusterID, released, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
 }

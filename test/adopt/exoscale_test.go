@@ -358,6 +358,11 @@ func TestAdoptExoscale(t *testing.T) {
 	if got := e.Exoscale.RoleRefusals(emuexo.DefaultAPIKey); len(got) != 1 || got["list-instance-pools"] != narrowRefusals {
 		t.Errorf("the manager's key, with the documented role, was refused %v besides the dry run's", got)
 	}
+
+	// Leaving without losing a node: uninstall, install again and adopt
+	// again (the replaced pool's workers too, now standalone instances).
+	released := e.release(exocloud.Name, false)
+	e.comeBack(prov, exoClusterID, released, "POST /v2/instance", "DELETE /v2/instance/{id}")
 }
 
 // loseNodeDelete fails the first deletion of a Node, as a run that stops
