@@ -103,4 +103,3 @@ func runRelease(cmd *cobra.Command, o uninstall.Options, kubeconfig string, appl
 func adoptUndo(cmd *cobra.Command, cloudName, namespace, kubeconfig string, wait time.Duration, apply bool, zapOpts *zap.Options) error {
 	return runRelease(cmd, uninstall.Options{Namespace: namespace, Cloud: cloudName, AdoptedOnly: true, Wait: wait}, kubeconfig, apply, zapOpts)
 }
-

@@ -264,4 +264,3 @@ func (w *exoWorld) terraformKept(t *testing.T, e *env) *keptState {
 	}
 	return terraformKept(t, res)
 }
-

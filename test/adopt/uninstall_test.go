@@ -30,7 +30,9 @@ import (
 // them in the test's process).
 type demoStopper struct{ e *env }
 
-func (s demoStopper) Describe() []string { return []string{"the provider and the machine-api controllers"} }
+func (s demoStopper) Describe() []string {
+	return []string{"the provider and the machine-api controllers"}
+}
 
 func (s demoStopper) Stop(_ context.Context, progress func(string, ...any)) error {
 	s.e.StopMachineAPI()
