@@ -38,6 +38,9 @@ type Plan struct {
 	cpms        []machinev1.ControlPlaneMachineSet
 	machineSets []machinev1beta1.MachineSet
 	machines    []machinev1beta1.Machine
+	// disowned are kept Machines of released owners: they lose the owner
+	// reference only.
+	disowned    []machinev1beta1.Machine
 	autoscalers []unstructured.Unstructured
 }
 
@@ -87,6 +90,7 @@ func (u *Uninstaller) Plan(ctx context.Context) (*Plan, error) {
 		switch {
 		case u.o.AdoptedOnly && m.Annotations[AdoptedAnnotation] == "":
 			if ref != nil && released[ref.UID] {
+				p.disowned = append(p.disowned, m)
 				p.Kept = append(p.Kept, fmt.Sprintf("Machine %s: the provider made it, adopt did not; it stays the provider's, in no MachineSet (delete it to delete its server)", m.Name))
 			}
 			continue
@@ -172,10 +176,14 @@ func (u *Uninstaller) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	for _, c := range p.cpms {
 		owners[c.UID] = true
 	}
+	// An owner goes only once every Machine it owns is unhooked: the
+	// garbage collector never has one to delete.
+	stuck := map[types.UID]bool{}
 	var released []*machinev1beta1.Machine
 	for i := range p.machines {
-		m, err := u.unhook(ctx, &p.machines[i], owners)
+		m, err := u.unhook(ctx, &p.machines[i], owners, false)
 		if err != nil {
+			markOwners(&p.machines[i], owners, stuck)
 			fail(fmt.Errorf("Machine %s: %w", p.machines[i].Name, err))
 			continue
 		}
@@ -183,7 +191,17 @@ func (u *Uninstaller) Apply(ctx context.Context, p *Plan) (*Report, error) {
 			released = append(released, m)
 		}
 	}
+	for i := range p.disowned {
+		if _, err := u.unhook(ctx, &p.disowned[i], owners, true); err != nil {
+			markOwners(&p.disowned[i], owners, stuck)
+			fail(fmt.Errorf("Machine %s: %w", p.disowned[i].Name, err))
+		}
+	}
 	for i := range p.machineSets {
+		if stuck[p.machineSets[i].UID] {
+			fail(fmt.Errorf("MachineSet %s: kept, since one of its Machines could not be released", p.machineSets[i].Name))
+			continue
+		}
 		if err := u.deleteOwner(ctx, &p.machineSets[i]); err != nil {
 			fail(fmt.Errorf("MachineSet %s: %w", p.machineSets[i].Name, err))
 			continue
@@ -192,6 +210,10 @@ func (u *Uninstaller) Apply(ctx context.Context, p *Plan) (*Report, error) {
 		u.progress("MachineSet %s deleted, its Machines orphaned first", p.machineSets[i].Name)
 	}
 	for i := range p.cpms {
+		if stuck[p.cpms[i].UID] {
+			fail(fmt.Errorf("ControlPlaneMachineSet %s: kept, since one of its Machines could not be released", p.cpms[i].Name))
+			continue
+		}
 		if err := u.deleteOwner(ctx, &p.cpms[i]); err != nil {
 			fail(fmt.Errorf("ControlPlaneMachineSet %s: %w", p.cpms[i].Name, err))
 			continue
@@ -227,10 +249,11 @@ func (u *Uninstaller) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	return r, errors.Join(r.Errors...)
 }
 
-// unhook takes a Machine's finalizers and its owner references to released
-// owners away, under an optimistic lock. It returns the Machine as written
-// (nil when it is gone already).
-func (u *Uninstaller) unhook(ctx context.Context, m *machinev1beta1.Machine, owners map[types.UID]bool) (*machinev1beta1.Machine, error) {
+// unhook takes a Machine's finalizers (unless keepFinalizers: a Machine
+// that stays) and its owner references to released owners away, under an
+// optimistic lock. It returns the Machine as written (nil when it is gone
+// already).
+func (u *Uninstaller) unhook(ctx context.Context, m *machinev1beta1.Machine, owners map[types.UID]bool, keepFinalizers bool) (*machinev1beta1.Machine, error) {
 	for attempt := 0; ; attempt++ {
 		cur := &machinev1beta1.Machine{}
 		err := u.kube.Get(ctx, client.ObjectKeyFromObject(m), cur)
@@ -243,11 +266,13 @@ func (u *Uninstaller) unhook(ctx context.Context, m *machinev1beta1.Machine, own
 		if cur.UID != m.UID {
 			return nil, nil // another Machine of that name since: not the planned one
 		}
-		if len(cur.Finalizers) == 0 && !ownedBy(cur, owners) {
+		if (keepFinalizers || len(cur.Finalizers) == 0) && !ownedBy(cur, owners) {
 			return cur, nil
 		}
 		base := cur.DeepCopy()
-		cur.Finalizers = nil
+		if !keepFinalizers {
+			cur.Finalizers = nil
+		}
 		cur.OwnerReferences = slices.DeleteFunc(cur.OwnerReferences, func(r metav1.OwnerReference) bool { return owners[r.UID] })
 		err = u.kube.Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 		switch {
@@ -257,6 +282,16 @@ func (u *Uninstaller) unhook(ctx context.Context, m *machinev1beta1.Machine, own
 			continue
 		default:
 			return nil, err
+		}
+	}
+}
+
+// markOwners marks the released owners of a Machine that could not be
+// unhooked.
+func markOwners(m *machinev1beta1.Machine, owners, stuck map[types.UID]bool) {
+	for _, r := range m.OwnerReferences {
+		if owners[r.UID] {
+			stuck[r.UID] = true
 		}
 	}
 }
@@ -272,12 +307,14 @@ func ownedBy(m *machinev1beta1.Machine, owners map[types.UID]bool) bool {
 func (u *Uninstaller) deleteReleased(ctx context.Context, m *machinev1beta1.Machine, owners map[types.UID]bool) error {
 	for attempt := 0; ; attempt++ {
 		uid, rv := m.UID, m.ResourceVersion
-		err := u.kube.Delete(ctx, m, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationOrphan))
+		// No propagation policy: Orphan would add the garbage collector's
+		// finalizer, and with it the deletion timestamp this avoids.
+		err := u.kube.Delete(ctx, m, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 		switch {
 		case err == nil, apierrors.IsNotFound(err):
 			return nil
 		case apierrors.IsConflict(err) && attempt < 10:
-			next, err := u.unhook(ctx, m, owners)
+			next, err := u.unhook(ctx, m, owners, false)
 			if err != nil {
 				return err
 			}
