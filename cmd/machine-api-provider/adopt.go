@@ -126,6 +126,7 @@ server and Node.`,
 	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machine API")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster ID the Machines carry (label machine.openshift.io/cluster-api-cluster) and the provider tags servers with (default: the Infrastructure's infrastructureName; the cloudscale.ch module tags adoptable servers with its cluster_id)")
 	f.StringSliceVar(&o.Zones, "zone", nil, "zones to look in (default: all of the account's)")
+	f.StringSliceVar(&o.LeaveRoles, "leave-role", nil, "roles whose nodes stay Terraform's and are left alone, e.g. infra when the load balancers' router backends are the infra nodes (repeatable)")
 	f.StringVar(&o.CredentialsSecret, "credentials-secret", "", "secret in --namespace with the cloud credentials, which the Machines name (default: the environment's, and the manager's default for the Machines)")
 	f.StringVar(&o.UserDataSecret, "user-data-secret", "", "user data secret every MachineSet names (default: one per node group, <MachineSet>-user-data, made from what its nodes booted with)")
 	f.StringVar(&caFile, "ignition-ca", "", "file with the machine config server's CA, for cloudscale.ch user data (default: read from the cluster)")

@@ -20,6 +20,7 @@ func (a *Adopter) planGroup(ctx context.Context, g *Group, cl *cluster) error {
 	g.NodeLabels = commonNodeRoles(g.Members)
 	warnStorage(g)
 	reportRefused(g)
+	a.leaveToTerraform(g)
 	a.planGroups(g)
 	if err := a.planUserData(ctx, g); err != nil {
 		return err

@@ -28,6 +28,16 @@ import (
 // test/adopt (TestAdopt*, terraformAgrees) compares, attribute by attribute,
 // what the modules keep in their state before and after adopt.
 
+// leaveToTerraform leaves the groups of the roles Options.LeaveRoles names
+// to Terraform: appuio's modules take their load balancers' router
+// backends from the infra nodes' addresses (lb.tf), so a cluster whose
+// ingress depends on them keeps them in Terraform's state.
+func (a *Adopter) leaveToTerraform(g *Group) {
+	if slices.Contains(a.o.LeaveRoles, g.Role) {
+		g.Blocked = fmt.Sprintf("left to Terraform (--leave-role %s): nothing of it is written, keep it in Terraform's state", g.Role)
+	}
+}
+
 // masterIdentityHint says how a cluster's masters get the identity from
 // Terraform itself, per cloud.
 func masterIdentityHint(cloudName, clusterID string) string {
