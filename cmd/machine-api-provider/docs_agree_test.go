@@ -62,7 +62,7 @@ func TestRunbooksNameWhatTheCodeRecords(t *testing.T) {
 	// The event reason a refusal of each kind is recorded with (the
 	// actuator's and the capacity publisher's).
 	reasons := map[string]string{
-		"MachineAPIProviderPermissionRefused.md": capacity.ReasonPermissionDenied,
+		"MachineAPIProviderPermissionRefused.md":  capacity.ReasonPermissionDenied,
 		"MachineAPIProviderCredentialsRefused.md": capacity.ReasonCredentialsRefused,
 	}
 	ops := map[string]bool{}

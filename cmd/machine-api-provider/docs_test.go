@@ -40,7 +40,7 @@ var foreignFlags = map[string]string{
 	"description": "exo iam role create", "policy": "exo iam role create",
 	"preserve-digests": "skopeo copy", "format": "skopeo copy", "from-oci-layout": "oras cp",
 	"scale-down-unneeded-time": "the cluster-autoscaler, as its operator renders it",
-	"ignore-missing": "sha256sum -c, shasum -c", "since": "oc logs",
+	"ignore-missing":           "sha256sum -c, shasum -c", "since": "oc logs",
 }
 
 // TestDocsMatchTheCode: every flag, annotation and label of ours, event
