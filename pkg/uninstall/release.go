@@ -184,7 +184,7 @@ func (u *Uninstaller) Apply(ctx context.Context, p *Plan) (*Report, error) {
 		m, err := u.unhook(ctx, &p.machines[i], owners, false)
 		if err != nil {
 			markOwners(&p.machines[i], owners, stuck)
-			fail(fmt.Errorf("Machine %s: %w", p.machines[i].Name, err))
+			fail(fmt.Errorf("releasing Machine %s: %w", p.machines[i].Name, err))
 			continue
 		}
 		if m != nil {
@@ -194,7 +194,7 @@ func (u *Uninstaller) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	for i := range p.disowned {
 		if _, err := u.unhook(ctx, &p.disowned[i], owners, true); err != nil {
 			markOwners(&p.disowned[i], owners, stuck)
-			fail(fmt.Errorf("Machine %s: %w", p.disowned[i].Name, err))
+			fail(fmt.Errorf("releasing Machine %s: %w", p.disowned[i].Name, err))
 		}
 	}
 	for i := range p.machineSets {
@@ -223,7 +223,7 @@ func (u *Uninstaller) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	}
 	for _, m := range released {
 		if err := u.deleteReleased(ctx, m, owners); err != nil {
-			fail(fmt.Errorf("Machine %s: %w", m.Name, err))
+			fail(fmt.Errorf("releasing Machine %s: %w", m.Name, err))
 			continue
 		}
 		r.Machines++
