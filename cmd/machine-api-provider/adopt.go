@@ -106,18 +106,8 @@ server and Node.`,
 			if err != nil {
 				return err
 			}
-			plan, err := a.Plan(ctx)
-			if err != nil {
-				return err
-			}
-			plan.Print(o.Out, apply)
-			if !apply {
-				return nil
-			}
-			fmt.Fprintln(o.Out)
-			report, err := a.Apply(ctx, plan)
-			report.Print(o.Out)
-			return err
+			return planThenApply(o.Out, apply, func() (*adopt.Plan, error) { return a.Plan(ctx) },
+				func(p *adopt.Plan) (*adopt.Report, error) { return a.Apply(ctx, p) })
 		},
 	}
 	f := cmd.Flags()

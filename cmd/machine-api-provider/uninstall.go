@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,17 +85,24 @@ func runRelease(cmd *cobra.Command, o uninstall.Options, kubeconfig string, appl
 		return err
 	}
 	ctx := cmd.Context()
-	plan, err := u.Plan(ctx)
+	return planThenApply(o.Out, apply, func() (*uninstall.Plan, error) { return u.Plan(ctx) },
+		func(p *uninstall.Plan) (*uninstall.Report, error) { return u.Apply(ctx, p) })
+}
+
+// planThenApply prints a plan and, with apply, carries it out and prints
+// what was done: adopt's and uninstall's way.
+func planThenApply[P interface{ Print(io.Writer, bool) }, R interface{ Print(io.Writer) }](out io.Writer, apply bool, plan func() (P, error), run func(P) (R, error)) error {
+	p, err := plan()
 	if err != nil {
 		return err
 	}
-	plan.Print(o.Out, apply)
+	p.Print(out, apply)
 	if !apply {
 		return nil
 	}
-	fmt.Fprintln(o.Out)
-	report, err := u.Apply(ctx, plan)
-	report.Print(o.Out)
+	fmt.Fprintln(out)
+	report, err := run(p)
+	report.Print(out)
 	return err
 }
 

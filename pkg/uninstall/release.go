@@ -197,29 +197,32 @@ func (u *Uninstaller) Apply(ctx context.Context, p *Plan) (*Report, error) {
 			fail(fmt.Errorf("releasing Machine %s: %w", p.disowned[i].Name, err))
 		}
 	}
+	var owned []client.Object
 	for i := range p.machineSets {
-		if stuck[p.machineSets[i].UID] {
-			fail(fmt.Errorf("MachineSet %s: kept, since one of its Machines could not be released", p.machineSets[i].Name))
-			continue
-		}
-		if err := u.deleteOwner(ctx, &p.machineSets[i]); err != nil {
-			fail(fmt.Errorf("MachineSet %s: %w", p.machineSets[i].Name, err))
-			continue
-		}
-		r.MachineSets++
-		u.progress("MachineSet %s deleted, its Machines orphaned first", p.machineSets[i].Name)
+		owned = append(owned, &p.machineSets[i])
 	}
 	for i := range p.cpms {
-		if stuck[p.cpms[i].UID] {
-			fail(fmt.Errorf("ControlPlaneMachineSet %s: kept, since one of its Machines could not be released", p.cpms[i].Name))
+		owned = append(owned, &p.cpms[i])
+	}
+	for _, o := range owned {
+		kind := "MachineSet"
+		if _, cpms := o.(*machinev1.ControlPlaneMachineSet); cpms {
+			kind = "ControlPlaneMachineSet"
+		}
+		if stuck[o.GetUID()] {
+			fail(fmt.Errorf("%s %s: kept, since one of its Machines could not be released", kind, o.GetName()))
 			continue
 		}
-		if err := u.deleteOwner(ctx, &p.cpms[i]); err != nil {
-			fail(fmt.Errorf("ControlPlaneMachineSet %s: %w", p.cpms[i].Name, err))
+		if err := u.deleteOwner(ctx, o); err != nil {
+			fail(fmt.Errorf("%s %s: %w", kind, o.GetName(), err))
 			continue
 		}
-		r.CPMS++
-		u.progress("ControlPlaneMachineSet %s deleted", p.cpms[i].Name)
+		if kind == "MachineSet" {
+			r.MachineSets++
+		} else {
+			r.CPMS++
+		}
+		u.progress("%s %s deleted, its Machines unhooked first", kind, o.GetName())
 	}
 	for _, m := range released {
 		if err := u.deleteReleased(ctx, m, owners); err != nil {

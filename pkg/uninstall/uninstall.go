@@ -40,6 +40,7 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+	kwait "k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/adopt"
@@ -161,28 +162,22 @@ func (u *Uninstaller) progress(format string, args ...any) {
 	u.o.Log.V(1).Info(fmt.Sprintf(format, args...))
 }
 
-// poll calls cond until it holds, fails, or Options.Wait passes.
+// poll calls cond every `every` until it holds, fails, or wait passes; the
+// error then says what it last saw.
 func poll(ctx context.Context, wait, every time.Duration, what string, cond func() (bool, string, error)) error {
-	deadline := time.Now().Add(wait)
 	last := ""
-	for {
+	err := kwait.PollUntilContextTimeout(ctx, every, wait, true, func(context.Context) (bool, error) {
 		ok, why, err := cond()
-		if err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		if ok {
-			return nil
-		}
 		if why != "" {
 			last = why
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("gave up waiting %s for %s (last: %s)", wait, what, last)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(every):
-		}
+		return ok, err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case kwait.Interrupted(err) && ctx.Err() == nil:
+		return fmt.Errorf("gave up waiting %s for %s (last: %s)", wait, what, last)
 	}
+	return fmt.Errorf("waiting for %s: %w", what, err)
 }

@@ -50,6 +50,24 @@ func start(t *testing.T) client.WithWatch {
 	return c
 }
 
+// release plans, prints and applies; the plan and the progress are in out.
+func release(t *testing.T, c client.Client, o uninstall.Options) (*uninstall.Plan, *uninstall.Report, *bytes.Buffer, error) {
+	t.Helper()
+	out := &bytes.Buffer{}
+	o.Out = out
+	u, err := uninstall.New(c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := u.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Print(out, true)
+	r, err := u.Apply(context.Background(), p)
+	return p, r, out, err
+}
+
 func spec(kind string) machinev1beta1.ProviderSpec {
 	return machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"` + kind + `","zone":"rma1"}`)}}
 }
@@ -119,21 +137,11 @@ func TestReleaseIsNotARace(t *testing.T) {
 		}
 	}()
 
-	var out bytes.Buffer
-	u, err := uninstall.New(c, uninstall.Options{Namespace: ns, Cloud: "cloudscale", Stopper: &stopped{}, Out: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := u.Plan(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Print(&out, true)
+	p, r, out, err := release(t, c, uninstall.Options{Namespace: ns, Cloud: "cloudscale", Stopper: &stopped{}})
+	w.Stop()
 	if len(p.Machines) != 3 || len(p.MachineSets) != 1 {
 		t.Fatalf("plan: %d Machines, MachineSets %v; want worker-a to -c and c1-worker-rma1\n%s", len(p.Machines), p.MachineSets, out.String())
 	}
-	r, err := u.Apply(ctx, p)
-	w.Stop()
 	<-done
 	if err != nil || r.Machines != 3 || r.MachineSets != 1 {
 		t.Fatalf("apply: %+v, %v\n%s", r, err, out.String())
@@ -191,17 +199,7 @@ func TestUndoReleasesWhatAdoptWrote(t *testing.T) {
 	machine("c1-worker-gva2-b2c4d", own, false)
 
 	s := &stopped{}
-	var out bytes.Buffer
-	u, err := uninstall.New(c, uninstall.Options{Namespace: ns, Cloud: "exoscale", AdoptedOnly: true, Stopper: s, Out: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := u.Plan(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Print(&out, true)
-	r, err := u.Apply(ctx, p)
+	_, r, out, err := release(t, c, uninstall.Options{Namespace: ns, Cloud: "exoscale", AdoptedOnly: true, Stopper: s})
 	if err != nil || r.Machines != 1 || r.MachineSets != 1 || s.starts != 1 {
 		t.Fatalf("undo: %+v, %v, %d starts\n%s", r, err, s.starts, out.String())
 	}

@@ -225,23 +225,31 @@ func (w *exoWorld) terraformKept(t *testing.T, e *env) *keptState {
 				"anti_affinity_group_ids": aags, "network_interface": nets, "labels": labels}, nil
 		}
 	}
-	aag := func(id v3.UUID) func() (map[string]any, error) {
+	// An anti-affinity or a security group: the module sets its name and
+	// description.
+	named := func(get func() (name, description string, err error)) func() (map[string]any, error) {
 		return func() (map[string]any, error) {
-			g, err := w.c.GetAntiAffinityGroup(e.ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]any{"name": g.Name, "description": g.Description}, nil
+			name, description, err := get()
+			return map[string]any{"name": name, "description": description}, err
 		}
 	}
+	aag := func(id v3.UUID) func() (map[string]any, error) {
+		return named(func() (string, string, error) {
+			g, err := w.c.GetAntiAffinityGroup(e.ctx, id)
+			if err != nil {
+				return "", "", err
+			}
+			return g.Name, g.Description, nil
+		})
+	}
 	sg := func(id v3.UUID) func() (map[string]any, error) {
-		return func() (map[string]any, error) {
+		return named(func() (string, string, error) {
 			g, err := w.c.GetSecurityGroup(e.ctx, id)
 			if err != nil {
-				return nil, err
+				return "", "", err
 			}
-			return map[string]any{"name": g.Name, "description": g.Description}, nil
-		}
+			return g.Name, g.Description, nil
+		})
 	}
 	network := func() (map[string]any, error) {
 		n, err := w.c.GetPrivateNetwork(e.ctx, w.network)
