@@ -53,7 +53,7 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 		if g.GroupNote != "" {
 			fmt.Fprintf(w, "  anti-affinity: %s\n", g.GroupNote)
 		}
-		if g.UserData.Secret != "" {
+		if g.UserData.Secret != "" && g.Blocked == "" {
 			state := "exists"
 			if !g.UserData.Exists {
 				state = "new, from " + g.UserData.Source

@@ -63,8 +63,12 @@ func (a *Adopter) keepTerraformMasters(g *Group) {
 	if len(missing) == 0 {
 		return
 	}
-	g.Blocked = fmt.Sprintf("Terraform keeps the masters in its state, and %s do(es) not carry the provider's identity: adopt writes nothing Terraform keeps (%s)",
-		joinNames(missing), masterIdentityHint(a.cloud.Name(), a.o.ClusterID))
+	verb := "does"
+	if len(missing) > 1 {
+		verb = "do"
+	}
+	g.Blocked = fmt.Sprintf("Terraform keeps the masters in its state, and %s %s not carry the provider's identity: adopt writes nothing Terraform keeps (%s)",
+		joinNames(missing), verb, masterIdentityHint(a.cloud.Name(), a.o.ClusterID))
 	for _, m := range g.Members {
 		if m.Action == ActAdopt {
 			m.Action = ActMisfit

@@ -178,6 +178,17 @@ func TestAdoptExoscale(t *testing.T) {
 	e := start(t, demo.Exoscale)
 	w := buildExoscale(t, e)
 	kept := w.terraformKept(t, e)
+	// From here on Terraform reads with a key of its own, with every
+	// permission: the account's first key is the manager's, of the
+	// provider's role.
+	if err := e.Exoscale.AddKey(emuexo.DefaultAccountName, terraformKey, terraformSecret, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, err := v3.NewClient(credentials.NewStaticCredentials(terraformKey, terraformSecret), v3.ClientOptWithEndpoint(v3.Endpoint(e.APIURL+"v2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.c = c
 
 	// Least privilege, as docs/exoscale.md has it: the manager's key with
 	// the provider's role, adopt's key with the adopt role, each exactly
@@ -340,7 +351,7 @@ func TestAdoptExoscale(t *testing.T) {
 	}
 	for _, g := range p2.Groups {
 		for _, m := range g.Members {
-			if m.Action != adopt.ActAdopted && m.Found.Name != "infra-ffff."+exoDomain {
+			if m.Action != adopt.ActAdopted && m.Found.Name != "infra-ffff."+exoDomain && !g.Master {
 				t.Errorf("second run: %s is %q", m.Found.Name, m.Action)
 			}
 		}

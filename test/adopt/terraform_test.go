@@ -30,10 +30,13 @@ import (
 // the module leaves unset (the tags of a server group, the labels of an
 // instance) it sets to empty.
 
-// Adopt's own Exoscale API key, with the documented adopt role.
+// Adopt's own Exoscale API key, with the documented adopt role, and
+// Terraform's, with every permission.
 const (
-	adoptKey    = "EXO0a0a0a0a0a0a0a0a0a0a0a0a"
-	adoptSecret = "adopt-key-secret-of-the-test-role-0123456789"
+	adoptKey        = "EXO0a0a0a0a0a0a0a0a0a0a0a0a"
+	adoptSecret     = "adopt-key-secret-of-the-test-role-0123456789"
+	terraformKey    = "EXO0b0b0b0b0b0b0b0b0b0b0b0b"
+	terraformSecret = "terraform-key-secret-of-the-test-0123456789"
 )
 
 // documentedRole is an IAM role policy of docs/exoscale.md, exactly as an
