@@ -24,8 +24,6 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/uninstall"
 )
 
-const ns = "openshift-machine-api"
-
 // stopped is a Stopper of controllers that are not there.
 type stopped struct{ starts int }
 
@@ -44,10 +42,25 @@ func start(t *testing.T) client.WithWatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	return c
+}
+
+// TestUninstall runs its cases on one control plane, each in a namespace
+// of its own.
+func TestUninstall(t *testing.T) {
+	c := start(t)
+	for name, run := range map[string]func(*testing.T, client.WithWatch, string){
+		"release-is-not-a-race":          releaseIsNotARace,
+		"undo-releases-what-adopt-wrote": undoReleasesWhatAdoptWrote,
+		"deployment-stopper":             deploymentStopper,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+				t.Fatal(err)
+			}
+			run(t, c, name)
+		})
+	}
 }
 
 // release plans, prints and applies; the plan and the progress are in out.
@@ -79,16 +92,14 @@ func create(t *testing.T, c client.Client, obj client.Object) {
 	}
 }
 
-// TestReleaseIsNotARace: Machines with the machine controller's finalizer,
+// releaseIsNotARace: Machines with the machine controller's finalizer,
 // owned by a MachineSet, are released while something puts the finalizer
 // back on every Machine that lacks it, as a machine controller still
 // running would: each goes all the same, and none is ever seen with a
 // deletion timestamp (what a machine controller drains, and deletes the
 // server and the Node for). Machines of another provider stay; the
 // MachineSet goes.
-func TestReleaseIsNotARace(t *testing.T) {
-	t.Parallel()
-	c := start(t)
+func releaseIsNotARace(t *testing.T, c client.WithWatch, ns string) {
 	ctx := context.Background()
 	ms := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-worker-rma1", Finalizers: []string{"example.com/keep"}}}
 	ms.Spec.Selector.MatchLabels = map[string]string{"set": "w"}
@@ -165,13 +176,11 @@ func TestReleaseIsNotARace(t *testing.T) {
 	}
 }
 
-// TestUndoReleasesWhatAdoptWrote: adopt --undo releases the Machines adopt
+// undoReleasesWhatAdoptWrote: adopt --undo releases the Machines adopt
 // adopted and the MachineSet it wrote, keeps the Machine the provider made
 // in it since (without the owner, with its finalizer), keeps a MachineSet
 // adopt did not write, and starts the controllers again.
-func TestUndoReleasesWhatAdoptWrote(t *testing.T) {
-	t.Parallel()
-	c := start(t)
+func undoReleasesWhatAdoptWrote(t *testing.T, c client.WithWatch, ns string) {
 	ctx := context.Background()
 	set := func(name string, written bool) *machinev1beta1.MachineSet {
 		ms := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
@@ -220,14 +229,12 @@ func TestUndoReleasesWhatAdoptWrote(t *testing.T) {
 	}
 }
 
-// TestDeploymentStopper: the deployer, then the controllers go to 0
+// deploymentStopper: the deployer, then the controllers go to 0
 // replicas; the machine controller's lease must have lapsed (a fresh one
 // is a machine controller still running somewhere: refused); Start gives
 // both their replicas back; an OLM-installed deployer is refused, naming
 // what to delete first.
-func TestDeploymentStopper(t *testing.T) {
-	t.Parallel()
-	c := start(t)
+func deploymentStopper(t *testing.T, c client.WithWatch, ns string) {
 	ctx := context.Background()
 	deploy := func(name string, replicas int32, labels map[string]string) {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
