@@ -281,6 +281,7 @@ matrix-build: $(foreach e,$(MATRIX_ERAS),mao-$(e)) $(IMAGE_BIN)
 #   machine-api-provider.cdx.json          the CycloneDX SBOM of the image's binary
 #   bundle/, catalog/, catalog.Dockerfile  as make bundle, for this version
 #   RELEASE_NOTES.md                       the version's section of CHANGELOG.md, and how to install
+#   machine-api-provider-<os>-<arch>       the command-line tool, per RELEASE_PLATFORMS
 #   SHA256SUMS
 # and pins the image by digest in config/image: commit that file alone and
 # tag the commit vX.Y.Z, and `oc apply -k` of an overlay at the tag installs
@@ -354,6 +355,24 @@ bundle: pinned-config $(KUSTOMIZE)
 		'LABEL operators.operatorframework.io.index.configs.v1=/configs' > $(OLM_DIR)/catalog.Dockerfile
 	@echo "$(OLM_DIR): bundle/ (bundles and their images), catalog/, catalog.Dockerfile"
 
+# The command-line tool for the admin's machine (adopt, install-manifests,
+# uninstall), static, one per platform of RELEASE_PLATFORMS, named
+# machine-api-provider-<os>-<arch>, with the release's version
+# (`machine-api-provider --version`). The linux/amd64 build reuses what the
+# image's build compiled; each other platform compiles the module once more
+# (docs/releasing.md has the cost).
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64
+.PHONY: release-binaries
+release-binaries:
+	@mkdir -p $(RELEASE_DIR)
+	@for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "go build machine-api-provider-$$os-$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=false \
+			-ldflags '$(IMAGE_LDFLAGS) -X main.version=$(VERSION)' \
+			-o $(RELEASE_DIR)/machine-api-provider-$$os-$$arch ./cmd/machine-api-provider || exit 1; \
+	done
+
 .PHONY: release
 release: $(CYCLONEDX_GOMOD) $(KUSTOMIZE)
 	@if [[ -z "$(RELEASE_ALLOW_DIRTY)" && -n "$$(git status --porcelain -- . ':(exclude)config/image')" ]]; then \
@@ -369,6 +388,7 @@ release: $(CYCLONEDX_GOMOD) $(KUSTOMIZE)
 	done
 	$(CYCLONEDX_GOMOD) bin -json -licenses -noserial -notimestamp -version $(VERSION) \
 		-output $(RELEASE_DIR)/machine-api-provider.cdx.json $(IMAGE_BIN)
+	$(MAKE) --no-print-directory release-binaries
 	cd $(RELEASE_DIR) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | xargs sha256sum > SHA256SUMS
 	cp $(PINNED_CONFIG)/config/image/kustomization.yaml config/image/kustomization.yaml
 	@echo "$(RELEASE_DIR): release $(VERSION) of $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest)"

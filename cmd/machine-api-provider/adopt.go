@@ -24,6 +24,7 @@ func adoptCommand() *cobra.Command {
 		caFile     string
 		apply      bool
 		timeout    time.Duration
+		undo       bool
 		zapOpts    zap.Options
 	)
 	cmd := &cobra.Command{
@@ -51,15 +52,21 @@ The provider must run in the cluster (the deployer's machine-api-controllers): -
 its machine controller to take the Machines over. Credentials: as the manager's, from
 CLOUDSCALE_API_TOKEN or EXOSCALE_API_KEY and EXOSCALE_API_SECRET, or the secret
 --credentials-secret names (which the Machines then name too). docs/adopt.md has the whole
-procedure and the Terraform handover.`,
+procedure and the Terraform handover; --undo releases what adopt wrote again, keeping every
+server and Node.`,
 		Example: `  # the plan
   CLOUDSCALE_API_TOKEN=... machine-api-provider adopt
   # carry it out, taking over the servers the module tagged with its cluster_id
   CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --take-over-cluster-id c-green-1234 --apply
   # Exoscale, with the credentials secret the Machines name
-  machine-api-provider adopt --cloud exoscale --credentials-secret exoscale-credentials --apply`,
+  machine-api-provider adopt --cloud exoscale --credentials-secret exoscale-credentials --apply
+  # undo it: what adopt wrote goes, every server and Node stays
+  machine-api-provider adopt --undo --apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if undo {
+				return adoptUndo(cmd, cloudName, o.Namespace, kubeconfig, o.Wait, apply, &zapOpts)
+			}
 			log := newLogger(&zapOpts)
 			o.Log, o.Out = log, cmd.OutOrStdout()
 			if timeout <= 0 {
@@ -94,18 +101,8 @@ procedure and the Terraform handover.`,
 			if err != nil {
 				return err
 			}
-			plan, err := a.Plan(ctx)
-			if err != nil {
-				return err
-			}
-			plan.Print(o.Out, apply)
-			if !apply {
-				return nil
-			}
-			fmt.Fprintln(o.Out)
-			report, err := a.Apply(ctx, plan)
-			report.Print(o.Out)
-			return err
+			return planThenApply(o.Out, apply, func() (*adopt.Plan, error) { return a.Plan(ctx) },
+				func(p *adopt.Plan) (*adopt.Report, error) { return a.Apply(ctx, p) })
 		},
 	}
 	f := cmd.Flags()
@@ -115,11 +112,13 @@ procedure and the Terraform handover.`,
 	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity, which the Machines carry (label machine.openshift.io/cluster-api-cluster) and the provider tags servers with: the Infrastructure's infrastructureName, which it must be where there is one (give it only for a cluster without)")
 	f.StringVar(&o.TakeOverClusterID, "take-over-cluster-id", "", "a cluster ID servers are tagged with that is not the cluster's identity (the Terraform modules' cluster_id): such servers are adopted and retagged with the cluster's identity (default: they are left alone)")
 	f.StringSliceVar(&o.Zones, "zone", nil, "zones to look in (default: all of the account's)")
+	f.StringSliceVar(&o.LeaveRoles, "leave-role", nil, "roles whose nodes stay Terraform's and are left alone, e.g. infra when the load balancers' router backends are the infra nodes (repeatable)")
 	f.StringVar(&o.CredentialsSecret, "credentials-secret", "", "secret in --namespace with the cloud credentials, which the Machines name (default: the environment's, and the manager's default for the Machines)")
 	f.StringVar(&o.UserDataSecret, "user-data-secret", "", "user data secret every MachineSet names (default: one per node group, <MachineSet>-user-data, made from what its nodes booted with)")
 	f.StringVar(&caFile, "ignition-ca", "", "file with the machine config server's CA, for cloudscale.ch user data (default: read from the cluster)")
 	f.BoolVar(&apply, "apply", false, "carry the plan out (default: only print it)")
 	f.DurationVar(&timeout, "cloud-api-timeout", 30*time.Second, "how long one cloud API call may take before adopt gives up on its answer, as the manager's flag")
+	f.BoolVar(&undo, "undo", false, "undo adopt: release the Machines it adopted and the MachineSets and ControlPlaneMachineSet it wrote, keeping every server and Node, and nothing written to the cloud (as uninstall does, machine-api-provider uninstall --help); the provider stays")
 	f.DurationVar(&o.Wait, "wait", 15*time.Minute, "how long to wait for each step the cluster carries out (Machines Running, a replacement Ready, a drain)")
 	f.StringVar(&apiURL, "cloudscale-api-url", os.Getenv("CLOUDSCALE_API_URL"), "cloudscale.ch API base URL (default $CLOUDSCALE_API_URL, else the real API)")
 	f.StringVar(&exoAPI, "exoscale-api-endpoint", os.Getenv(exocloud.EnvAPIEndpoint), "Exoscale API endpoint (default $EXOSCALE_API_ENDPOINT, else "+exocloud.DefaultEndpoint+")")

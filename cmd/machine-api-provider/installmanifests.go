@@ -22,7 +22,7 @@ func installManifestsCommand() *cobra.Command {
 		diskSize, workers, infra               int
 		network, privateNetwork                string
 		securityGroups, sshKeys                []string
-		noCredentials                          bool
+		noCredentials, publicInterface         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "install-manifests",
@@ -57,9 +57,17 @@ cluster runs). docs/adopt.md#new-clusters has the whole flow.`,
 			case "cloudscale":
 				c = cscloud.New(cscloud.Options{DefaultToken: "unused"})
 				spec["flavor"], spec["image"], spec["rootVolumeSizeGB"] = instanceType, osImage, diskSize
-				if network != "" {
-					spec["interfaces"] = []any{map[string]any{"type": "Private", "networkUUID": network}}
+				if network == "" {
+					// cloudscale.ch has no security groups: a node with a
+					// public interface only has kubelet and every NodePort
+					// on the internet, and cannot reach a private api-int.
+					return errors.New("--network is required: the UUID of the cluster's private network (add --public-interface for a public interface as well)")
 				}
+				interfaces := []any{map[string]any{"type": "Private", "networkUUID": network}}
+				if publicInterface {
+					interfaces = append([]any{map[string]any{"type": "Public"}}, interfaces...)
+				}
+				spec["interfaces"] = interfaces
 				if !noCredentials {
 					token := os.Getenv(cscloud.EnvAPIToken)
 					if token == "" {
@@ -70,6 +78,11 @@ cluster runs). docs/adopt.md#new-clusters has the whole flow.`,
 			case "exoscale":
 				c = exocloud.New(exocloud.Options{DefaultAPIKey: "unused", DefaultAPISecret: "unused"})
 				spec["instanceType"], spec["template"], spec["diskSize"] = instanceType, map[string]any{"name": osImage}, diskSize
+				if len(securityGroups) == 0 {
+					// Without one an instance gets the account's default
+					// security group, whatever it lets in.
+					return errors.New("--security-group is required: the cluster's security groups, e.g. <cluster>_all_machines and <cluster>_worker")
+				}
 				var sgs []any
 				for _, g := range securityGroups {
 					sgs = append(sgs, map[string]any{"name": g})
@@ -142,9 +155,10 @@ cluster runs). docs/adopt.md#new-clusters has the whole flow.`,
 	f.IntVar(&diskSize, "disk-size", 100, "the root disk in GB (cloudscale.ch) or GiB (Exoscale)")
 	f.IntVar(&workers, "workers", 3, "replicas of the worker MachineSet")
 	f.IntVar(&infra, "infra", 0, "replicas of the infra MachineSet (0: none)")
-	f.StringVar(&network, "network", "", "cloudscale.ch: the UUID of the cluster's private network (default: a public interface)")
+	f.StringVar(&network, "network", "", "cloudscale.ch, required: the UUID of the cluster's private network")
+	f.BoolVar(&publicInterface, "public-interface", false, "cloudscale.ch: a public interface besides the private one (cloudscale.ch has no security groups: kubelet and every NodePort face the internet)")
 	f.StringVar(&privateNetwork, "private-network", "", "Exoscale: the name of the cluster's private network")
-	f.StringSliceVar(&securityGroups, "security-group", nil, "Exoscale: security groups of the nodes, by name (repeatable)")
+	f.StringSliceVar(&securityGroups, "security-group", nil, "Exoscale, required: security groups of the nodes, by name (repeatable)")
 	f.StringSliceVar(&sshKeys, "ssh-key", nil, "Exoscale: SSH keys of the nodes, by name (repeatable)")
 	f.BoolVar(&noCredentials, "no-credentials", false, "write no credentials secret (create it yourself before the deployer starts)")
 	return cmd

@@ -15,6 +15,9 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/userdata"
 )
 
+// version is the release the binary was built for (make release sets it).
+var version = "dev"
+
 func main() {
 	// Started as the user data sandbox, the binary evaluates one template
 	// and exits here (pkg/userdata).
@@ -24,6 +27,7 @@ func main() {
 	root := &cobra.Command{
 		Use:           "machine-api-provider",
 		Short:         "OpenShift Machine API provider for cloudscale.ch and Exoscale",
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -37,5 +41,5 @@ func main() {
 // subcommands are the binary's commands (the docs test reads their flags).
 func subcommands() []*cobra.Command {
 	return []*cobra.Command{emulatorCommand(), managerCommand(), webhookCommand(), deployerCommand(), demoCommand(),
-		adoptCommand(), installManifestsCommand(), switchFromAppuioCommand()}
+		adoptCommand(), installManifestsCommand(), switchFromAppuioCommand(), uninstallCommand()}
 }

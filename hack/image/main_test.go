@@ -7,15 +7,21 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // flatten reads img's flattened file system: each path's header and
@@ -187,6 +193,27 @@ func TestBuildIsReproducibleAndComplete(t *testing.T) {
 	}
 	if layers, err := back.Layers(); err != nil || len(layers) != 2 {
 		t.Errorf("layers: %d, %v", len(layers), err)
+	}
+
+	// Pushed as it is to a registry of one's own (docs/install.md: one
+	// `skopeo copy --preserve-digests oci-archive:…`), the image keeps the
+	// digest the release's manifests pin: go-containerregistry's registry
+	// serves the same manifest under that digest.
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	ref, err := name.ParseReference(strings.TrimPrefix(srv.URL, "http://")+"/appuio/machine-api-provider:v0.1.0", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, back); err != nil {
+		t.Fatalf("pushing the archive's image: %v", err)
+	}
+	pushed, err := remote.Head(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pushed.Digest.String() != digests[0] {
+		t.Errorf("the registry holds the pushed image as %s, want the archive's %s", pushed.Digest, digests[0])
 	}
 }
 

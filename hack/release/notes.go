@@ -69,7 +69,11 @@ func Notes(changelog string, o NotesOptions) (string, error) {
 		}
 		source = "Unreleased"
 	}
-	if body == "" {
+	switch {
+	case body == "" && source == "Unreleased":
+		// A pre-release right after a release.
+		body = "No change since the last release."
+	case body == "":
 		return "", fmt.Errorf("the section [%s] is empty", source)
 	}
 	var b strings.Builder
@@ -80,7 +84,7 @@ func Notes(changelog string, o NotesOptions) (string, error) {
 	fmt.Fprintf(&b, "%s\n\n", body)
 	fmt.Fprintf(&b, `## Image
 
-%s
+%[1]s
 
 ## Installing
 
@@ -88,12 +92,12 @@ Needs nothing but oc, logged in as a cluster admin (docs/install.md, docs/exosca
 from an earlier release: docs/upgrading.md). The manifests name the image above by digest.
 
     # cloudscale.ch
-    oc apply -k '%s//config/overlays/cloudscale?ref=%s'
+    oc apply -k '%[2]s//config/overlays/cloudscale?ref=%[3]s'
     # or, from this release's files
     oc apply -f install-cloudscale.yaml
 
     # Exoscale
-    oc apply -k '%s//config/overlays/exoscale?ref=%s'
+    oc apply -k '%[2]s//config/overlays/exoscale?ref=%[3]s'
     oc apply -f install-exoscale.yaml
 
 From OperatorHub: the catalog of this release (catalog/) lists the packages
@@ -101,6 +105,35 @@ machine-api-provider-cloudscale and machine-api-provider-exoscale (docs/install.
 OperatorHub").
 
 The SBOM of the image (CycloneDX) is machine-api-provider.cdx.json.
-`, o.Image, o.Repository, o.Version, o.Repository, o.Version)
+
+## The command-line tool
+
+adopt, install-manifests and uninstall run on the admin's machine, without Go:
+machine-api-provider-linux-amd64, machine-api-provider-linux-arm64 and
+machine-api-provider-darwin-arm64. Check the one you take against SHA256SUMS:
+
+    sha256sum --ignore-missing -c SHA256SUMS      # macOS: shasum -a 256 --ignore-missing -c SHA256SUMS
+    install -m 0755 machine-api-provider-linux-amd64 ~/bin/machine-api-provider
+    machine-api-provider --version                # %[3]s
+
+## The image in your own registry
+
+machine-api-provider.oci.tar is the image as an OCI archive. One command copies it, its digest
+unchanged, so that the manifests install it from there with only the repository replaced:
+
+    skopeo copy --preserve-digests oci-archive:machine-api-provider.oci.tar docker://registry.example.com/appuio/machine-api-provider:%[3]s
+    sed 's|%[4]s@|registry.example.com/appuio/machine-api-provider@|' install-cloudscale.yaml | oc apply -f -
+`, o.Image, o.Repository, o.Version, imageRepo(o.Image))
 	return b.String(), nil
+}
+
+// imageRepo is an image reference without its digest or tag.
+func imageRepo(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		return image[:i]
+	}
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[:i]
+	}
+	return image
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -52,7 +53,8 @@ func TestNotes(t *testing.T) {
 		}
 		for _, s := range []string{"# machine-api-provider " + version, want, image,
 			"oc apply -k 'https://github.com/appuio/machine-api-provider//config/overlays/cloudscale?ref=" + version + "'",
-			"oc apply -f install-exoscale.yaml"} {
+			"oc apply -f install-exoscale.yaml", "machine-api-provider-darwin-arm64", "sha256sum --ignore-missing -c SHA256SUMS",
+			"skopeo copy --preserve-digests oci-archive:machine-api-provider.oci.tar docker://registry.example.com/appuio/machine-api-provider:" + version} {
 			if !strings.Contains(notes, s) {
 				t.Errorf("%s: the notes lack %q:\n%s", version, s, notes)
 			}
@@ -68,8 +70,9 @@ func TestNotes(t *testing.T) {
 	}
 }
 
-// TestChangelogOfTheRepository: CHANGELOG.md has an [Unreleased] section
-// that is not empty, so a pre-release's notes can be made from it.
+// TestChangelogOfTheRepository: CHANGELOG.md makes the notes of a
+// pre-release (from [Unreleased], empty right after a release) and of
+// v0.1.0, the release cut, with its date.
 func TestChangelogOfTheRepository(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(repoRoot(t), "CHANGELOG.md"))
 	if err != nil {
@@ -77,5 +80,11 @@ func TestChangelogOfTheRepository(t *testing.T) {
 	}
 	if _, err := Notes(string(data), NotesOptions{Version: "v0.0.0-dev", Image: testImage}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := Notes(string(data), NotesOptions{Version: "v0.1.0", Image: testImage}); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^## \[0\.1\.0\] - \d{4}-\d{2}-\d{2}$`).Match(data) {
+		t.Error("CHANGELOG.md has no dated section ## [0.1.0] - YYYY-MM-DD")
 	}
 }

@@ -64,6 +64,7 @@ func spec(edit func(s map[string]any)) string {
 	s := map[string]any{
 		"apiVersion": "machine.appuio.io/v1beta1", "kind": "CloudscaleMachineProviderSpec",
 		"zone": "rma1", "flavor": "flex-8-4", "image": "custom:rhcos-4.19", "rootVolumeSizeGB": 50,
+		"interfaces":     []any{map[string]any{"type": "Public"}},
 		"tags":           map[string]string{"team": "platform"},
 		"userDataSecret": map[string]string{"name": "worker-user-data"},
 		"tokenSecret":    map[string]string{"name": "cloudscale-token"},

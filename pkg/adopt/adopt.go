@@ -39,6 +39,10 @@ type Options struct {
 	TakeOverClusterID string
 	// Zones to look in; every zone of the account when empty.
 	Zones []string
+	// LeaveRoles are roles whose groups stay Terraform's, left alone
+	// (terraform.go): e.g. the infra nodes the load balancers' router
+	// backends are.
+	LeaveRoles []string
 	// CredentialsSecret is the secret (of Namespace) with the cloud
 	// credentials the Machines name, and adopt uses; "" for the
 	// manager's default credentials (adopt uses its own environment's).

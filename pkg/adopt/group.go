@@ -18,6 +18,9 @@ import (
 // adopt writes for it.
 func (a *Adopter) planGroup(ctx context.Context, g *Group, cl *cluster) error {
 	g.NodeLabels = commonNodeRoles(g.Members)
+	warnStorage(g)
+	reportRefused(g)
+	a.leaveToTerraform(g)
 	a.planGroups(g)
 	if err := a.planUserData(ctx, g); err != nil {
 		return err
@@ -105,6 +108,7 @@ func (a *Adopter) planGroup(ctx context.Context, g *Group, cl *cluster) error {
 		}
 		m.Action = ActAdopt
 	}
+	a.keepTerraformMasters(g)
 	if g.Blocked != "" {
 		for _, m := range g.Members {
 			if m.Action == ActAdopt || m.Action == ActReplace {
@@ -217,10 +221,10 @@ func (a *Adopter) memberSpec(g *Group, m *Member) map[string]any {
 		spec["antiAffinityKey"] = g.AntiAffinityKey
 	}
 	if g.Master && g.noTakeover {
-		// Masters on a cloud whose groups cannot be taken over: a
-		// replacement goes into the masters' existing group, by name.
-		if names := groupNames(g.Members); len(names) == 1 {
-			spec["antiAffinityGroups"] = []any{map[string]any{"name": names[0]}}
+		// The masters' group is never taken over (terraform.go): a
+		// replacement goes into their existing group, by reference.
+		if field, refs := existingGroups(a.cloud.Name(), g.Members); field != "" {
+			spec[field] = refs
 		}
 	}
 	if g.UserData.Secret != "" {
@@ -240,18 +244,6 @@ func credentialsField(cloudName string) string {
 	return "credentialsSecret"
 }
 
-func groupNames(members []*Member) []string {
-	var names []string
-	for _, m := range members {
-		for _, fg := range m.Found.Groups {
-			if !slices.Contains(names, fg.Name) {
-				names = append(names, fg.Name)
-			}
-		}
-	}
-	return names
-}
-
 // planGroups decides the group's antiAffinityKey and which existing
 // anti-affinity groups become the provider's: those that hold members of
 // this group only. The key is the role, as the Terraform modules' own
@@ -260,6 +252,10 @@ func (a *Adopter) planGroups(g *Group) {
 	g.AntiAffinityKey = g.Role
 	g.maxGroup = a.a.MaxGroupSize()
 	ok, why := a.a.GroupTakeover()
+	if g.Master && ok {
+		// Terraform keeps the masters' group in its state (terraform.go).
+		ok, why = false, "the masters' group stays Terraform's, as the masters do; a replacement master goes into it"
+	}
 	mine := map[string]bool{}
 	for _, m := range g.Members {
 		mine[m.Found.ID] = true
@@ -294,9 +290,6 @@ func (a *Adopter) planGroups(g *Group) {
 		}
 	case len(foreign) > 0:
 		g.GroupNote = "not taken over: " + strings.Join(foreign, ", ")
-	}
-	if g.Master && ok {
-		g.AntiAffinityKey = "master"
 	}
 }
 

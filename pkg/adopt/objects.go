@@ -114,8 +114,9 @@ func (a *Adopter) machineSet(g *Group, cl *cluster) *machinev1beta1.MachineSet {
 			},
 		},
 	}
+	ms.Annotations = map[string]string{WrittenAnnotation: "true"}
 	if g.Pool != nil {
-		ms.Annotations = map[string]string{PoolAnnotation: g.Pool.ID, PoolSizeAnnotation: fmt.Sprint(len(g.Pool.Members))}
+		ms.Annotations[PoolAnnotation], ms.Annotations[PoolSizeAnnotation] = g.Pool.ID, fmt.Sprint(len(g.Pool.Members))
 	}
 	return ms
 }
@@ -154,7 +155,7 @@ func (a *Adopter) planCPMS(g *Group, cl *cluster) error {
 	}
 	labels := map[string]string{clusterLabel: a.o.ClusterID, roleLabel: "master", typeLabel: "master"}
 	g.CPMS = &machinev1.ControlPlaneMachineSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: a.o.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: a.o.Namespace, Annotations: map[string]string{WrittenAnnotation: "true"}},
 		Spec: machinev1.ControlPlaneMachineSetSpec{
 			State:    machinev1.ControlPlaneMachineSetStateInactive,
 			Replicas: ptr.To(int32(len(g.Members))),

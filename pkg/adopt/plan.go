@@ -33,6 +33,10 @@ const (
 const (
 	// AdoptedAnnotation on a Machine names the server adopt found for it.
 	AdoptedAnnotation = "machine.appuio.io/adopted-server"
+	// WrittenAnnotation marks the MachineSets and the
+	// ControlPlaneMachineSet adopt wrote: adopt --undo releases them
+	// (pkg/uninstall).
+	WrittenAnnotation = "machine.appuio.io/written-by-adopt"
 	// PoolAnnotation on a MachineSet names the instance pool whose members
 	// it replaces, PoolSizeAnnotation how many members the pool had when
 	// the replacement began.
@@ -122,6 +126,9 @@ type Group struct {
 	Blocked string
 	// CPMSNote says why the masters get no ControlPlaneMachineSet.
 	CPMSNote string
+	// Warnings are what an admin must know before applying: storage nodes
+	// (storage.go), operations the credentials were refused.
+	Warnings []string
 }
 
 // Member is one server of a group.
@@ -310,6 +317,11 @@ func roleOf(m *Member, clusterIDs ...string) string {
 	}
 	if m.Existing != nil && dnsLabel.MatchString(m.Existing.Labels[roleLabel]) {
 		return m.Existing.Labels[roleLabel]
+	}
+	for _, id := range clusterIDs {
+		if r := machineSetRole(m.MachineName, id, zoneSuffix(m.Found.Zone)); r != "" {
+			return r
+		}
 	}
 	if sub := terraformName.FindStringSubmatch(m.MachineName); sub != nil {
 		return sub[1]

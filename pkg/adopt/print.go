@@ -36,8 +36,15 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 		if g.SpecJSON != nil {
 			fmt.Fprintf(w, "  spec: %s\n", summary(g.SpecJSON))
 		}
+		for _, warning := range g.Warnings {
+			fmt.Fprintf(w, "  WARNING: %s\n", warning)
+		}
 		if g.Mode == Replace {
-			fmt.Fprintf(w, "  instance pool %s owns these servers, and a pool lets a member go only by destroying it:\n", g.Pool.Name)
+			pool := g.Pool.Name
+			if pool == "" {
+				pool = g.Pool.ID
+			}
+			fmt.Fprintf(w, "  instance pool %s owns these servers, and a pool lets a member go only by destroying it:\n", pool)
 			fmt.Fprintf(w, "    one new Machine per member; once its Node is Ready, the member's Node is drained and the member evicted\n")
 		}
 		if len(g.TakeOver) > 0 {
@@ -50,7 +57,7 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 		if g.GroupNote != "" {
 			fmt.Fprintf(w, "  anti-affinity: %s\n", g.GroupNote)
 		}
-		if g.UserData.Secret != "" {
+		if g.UserData.Secret != "" && g.Blocked == "" {
 			state := "exists"
 			if !g.UserData.Exists {
 				state = "new, from " + g.UserData.Source

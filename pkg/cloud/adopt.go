@@ -27,6 +27,11 @@ type Found struct {
 	// UserData is the server's user data where the cloud tells it (Exoscale,
 	// decoded); nil where it does not (cloudscale.ch).
 	UserData []byte
+	// Refused are the permissions (IAM operations, in the cloud's terms)
+	// the credentials were refused while the server was surveyed: its spec
+	// names by ID what a refused list would have named by name, and what
+	// needs them (a pool's replacement) cannot be done.
+	Refused []string
 }
 
 // FoundGroup is an anti-affinity group.

@@ -135,7 +135,7 @@ func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulato
 			},
 			zoneSuffix: "rma1", instanceType: "flex-8-4", typeNoun: "flavor",
 			providerSpec: func(zone, flavor string) string {
-				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":%q,"flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"antiAffinityKey":"worker"}`, zone, flavor)
+				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":%q,"flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":100,"interfaces":[{"type":"Public"}],"antiAffinityKey":"worker"}`, zone, flavor)
 			},
 			otherZone: "lpg1", otherType: "flex-16-4",
 			createRoute: "POST /v1/servers", deleteRoute: "DELETE /v1/servers/{uuid}",

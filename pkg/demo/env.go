@@ -135,6 +135,9 @@ type Env struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	stops   []func()
+	// machineAPI is the provider and the machine-api controllers while
+	// they run (machineapi.go).
+	machineAPI *machineAPIRun
 }
 
 // Start starts everything. Stop stops it, also after an error.
@@ -208,12 +211,8 @@ func Start(o Options) (*Env, error) {
 	}
 
 	e.ctx = ctx
-	if !o.WithoutProvider {
-		if _, err := e.StartProvider(false); err != nil {
-			return e, err
-		}
-	}
-	if err := e.startMachineAPIControllers(ctx, e.Cluster.Config, o.Log); err != nil {
+	e.stops = append(e.stops, e.StopMachineAPI)
+	if err := e.StartMachineAPI(); err != nil {
 		return e, err
 	}
 	sim := bootsim.New(e.Client, e.cloud.view, bootsim.Options{RegisterDelay: o.RegisterDelay, External: o.External(), Log: o.Log.WithName("boot")})
@@ -231,7 +230,23 @@ func Start(o Options) (*Env, error) {
 // Options.WithoutProvider), with leader election as the deployer runs it
 // or without, until stop or Stop.
 func (e *Env) StartProvider(leaderElection bool) (stop func(), err error) {
-	mgr, err := manager.New(e.Cluster.Config, manager.Options{
+	mgr, err := e.newProvider(leaderElection)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	wait := goRun(ctx, mgr.Start)
+	stop = func() {
+		cancel()
+		wait()
+	}
+	e.stops = append(e.stops, stop)
+	return stop, nil
+}
+
+// newProvider builds the provider's manager for the cluster's identity.
+func (e *Env) newProvider(leaderElection bool) (ctrl.Manager, error) {
+	return manager.New(e.Cluster.Config, manager.Options{
 		Cloud:                  e.cloud.provider(e.APIURL),
 		ClusterID:              e.Options.ClusterID,
 		Namespace:              Namespace,
@@ -243,21 +258,6 @@ func (e *Env) StartProvider(leaderElection bool) (stop func(), err error) {
 		AllowManyPerProcess:    true,
 		SyncPeriod:             e.Options.SyncPeriod,
 	})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = mgr.Start(ctx)
-	}()
-	stop = func() {
-		cancel()
-		<-done
-	}
-	e.stops = append(e.stops, stop)
-	return stop, nil
 }
 
 // Title names the environment's cloud ("cloudscale.ch", "Exoscale").
@@ -329,17 +329,22 @@ func (e *Env) startMachineAPIControllers(ctx context.Context, cfg *rest.Config, 
 	if err := machinecontroller.AddToManager(mgr, ctrl.Options{}, nodelink.Add, machinehealthcheck.Add); err != nil {
 		return err
 	}
-	e.run(ctx, mgr.Start)
+	e.machineAPI.waits = append(e.machineAPI.waits, goRun(ctx, mgr.Start))
 	return nil
 }
 
 func (e *Env) run(ctx context.Context, f func(context.Context) error) {
+	e.stops = append(e.stops, goRun(ctx, f))
+}
+
+// goRun runs f in a goroutine; the func it returns waits until f returned.
+func goRun(ctx context.Context, f func(context.Context) error) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = f(ctx)
 	}()
-	e.stops = append(e.stops, func() { <-done })
+	return func() { <-done }
 }
 
 // Stop stops everything it started, the autoscaler first.

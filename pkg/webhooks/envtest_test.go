@@ -221,6 +221,7 @@ func validSpec() map[string]any {
 		"flavor":         "flex-8-4",
 		"image":          "custom:rhcos-4.19",
 		"userDataSecret": map[string]any{"name": "worker-user-data"},
+		"interfaces":     []any{map[string]any{"type": "Public"}},
 	}
 }
 
@@ -406,7 +407,7 @@ var defaulted = map[string]any{
 	"flavor":           "flex-8-4",
 	"image":            "custom:rhcos-4.19",
 	"userDataSecret":   map[string]any{"name": "worker-user-data"},
-	"rootVolumeSizeGB": float64(50),
+	"rootVolumeSizeGB": float64(100),
 	"useIPV6":          true,
 	"interfaces":       []any{map[string]any{"type": "Public"}},
 }

@@ -17,7 +17,7 @@ import (
 func FuzzUnknownFields(f *testing.F) {
 	f.Add([]byte(misspelt))
 	for _, s := range []string{
-		`{"zone":"rma1","flavor":"flex-8-4","image":"debian-12"}`,
+		`{"zone":"rma1","flavor":"flex-8-4","image":"debian-12","interfaces":[{"type":"Public"}]}`,
 		`{"Zone":"rma1","FLAVOR":"x","kind":"k","ApiVersion":"v"}`,
 		`{"interfaces":[{"type":"Private","addresses":[{"subnetUUID":"u","addr":"x"}]}]}`,
 		`{"tags":{"x":"y"},"userDataSecret":{"name":"a","Name":"b","x":1}}`,

@@ -124,7 +124,6 @@ func TestDefaulter(t *testing.T) {
 		spec := validSpec()
 		spec["rootVolumeSizeGB"] = 0
 		spec["useIPV6"] = nil
-		spec["interfaces"] = []any{}
 		spec["kind"] = ""
 		spec["apiVersion"] = "machine.appuio.io/v1beta1"
 		resp := d.Handle(ctx, request(t, admissionv1.Create, machineSet("ms", spec, defaultLabels()), nil))
@@ -141,12 +140,22 @@ func TestDefaulter(t *testing.T) {
 		const at = "/spec/template/spec/providerSpec/value/"
 		want := map[string]any{
 			at + "kind":             "CloudscaleMachineProviderSpec",
-			at + "rootVolumeSizeGB": float64(50),
+			at + "rootVolumeSizeGB": float64(100),
 			at + "useIPV6":          true,
-			at + "interfaces":       []any{map[string]any{"type": "Public"}},
 		}
 		if b1, b2 := mustJSON(t, got), mustJSON(t, want); b1 != b2 {
 			t.Errorf("patches\n%s\nwant\n%s", b1, b2)
+		}
+	})
+
+	t.Run("no interfaces: never a public-only default", func(t *testing.T) {
+		spec := validSpec()
+		delete(spec, "interfaces")
+		resp := d.Handle(ctx, request(t, admissionv1.Create, machineSet("ms", spec, defaultLabels()), nil))
+		for _, op := range resp.Patches {
+			if strings.HasSuffix(op.Path, "/interfaces") {
+				t.Errorf("the defaulter adds %v", op.Value)
+			}
 		}
 	})
 

@@ -22,6 +22,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/adopt"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	"github.com/appuio/machine-api-provider/pkg/demo"
+	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 )
 
 // The cluster as appuio/terraform-openshift4-cloudscale names it: cluster_id
@@ -85,12 +86,16 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 		hex, role, flavor string
 		adoptable         bool
 	}
+	// The masters as the module makes them with make_master_adoptable_by_provider
+	// = true (docs/adopt.md: Terraform keeps them, and writes their tags
+	// itself); the workers and infra nodes without
+	// make_worker_adoptable_by_provider: adopt tags them.
 	for _, n := range []node{
-		{"master-1a2b", "master", "plus-16-4", false}, {"master-3c4d", "master", "plus-16-4", false}, {"master-5e6f", "master", "plus-16-4", false},
-		{"worker-0a1b", "worker", "plus-16-4", true}, {"worker-2c3d", "worker", "plus-16-4", true}, {"worker-4e5f", "worker", "plus-16-4", true},
+		{"master-1a2b", "master", "plus-16-4", true}, {"master-3c4d", "master", "plus-16-4", true}, {"master-5e6f", "master", "plus-16-4", true},
+		{"worker-0a1b", "worker", "plus-16-4", false}, {"worker-2c3d", "worker", "plus-16-4", false}, {"worker-4e5f", "worker", "plus-16-4", false},
 		// Resized by hand in the control panel since: left alone.
-		{"worker-ffff", "worker", "flex-8-4", true},
-		{"infra-7a8b", "infra", "plus-16-4", true}, {"infra-9c0d", "infra", "plus-16-4", true},
+		{"worker-ffff", "worker", "flex-8-4", false},
+		{"infra-7a8b", "infra", "plus-16-4", false}, {"infra-9c0d", "infra", "plus-16-4", false},
 	} {
 		config := "worker"
 		if n.role == "master" {
@@ -160,6 +165,7 @@ func TestAdoptCloudscale(t *testing.T) {
 	t.Parallel()
 	e := start(t, demo.Cloudscale, csInfraName)
 	w := buildCloudscale(t, e)
+	kept := w.terraformKept(t, e)
 	prov := cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "adopt"})
 
 	// adopt's Machines carry the cluster's identity: a --cluster-id of
@@ -180,11 +186,15 @@ func TestAdoptCloudscale(t *testing.T) {
 		t.Errorf("the plan without --take-over-cluster-id does not say how to take the module's servers over:\n%s", out.String())
 	}
 
-	// The plan alone changes nothing.
+	// The plan alone changes nothing, and needs nothing but reading: a
+	// read-only token makes it (least privilege; cloudscale.ch's tokens are
+	// read-only or read/write, docs/cloudscale.md#api-token).
 	e.takeOver = csClusterID
+	e.Cloudscale.SetTokens(map[string]emucs.Access{"demo": emucs.ReadWrite, "terraform": emucs.ReadWrite, "adopt": emucs.ReadWrite, "adopt-read-only": emucs.ReadOnly})
+	readOnly := cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "adopt-read-only"})
 	e.Harness().ResetRequests()
 	out.Reset()
-	a := e.adopter(prov, "", &out)
+	a := e.adopter(readOnly, "", &out)
 	p, err := a.Plan(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +214,7 @@ func TestAdoptCloudscale(t *testing.T) {
 		"worker-ffff." + csDomain, "left alone: flavor (flex-8-4; the group's plus-16-4)",
 		"bootstrap." + csDomain, "no Node runs on it",
 		"takes over worker-group (4 servers)", "ControlPlaneMachineSet (Inactive)", "MachineSet (3 replicas)", "MachineSet (2 replicas)",
+		"the masters' group stays Terraform's", `serverGroups=["` + w.groups["master"] + `"]`,
 	} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, plan)
@@ -213,8 +224,11 @@ func TestAdoptCloudscale(t *testing.T) {
 	// Apply: 0 creates, 0 deletes, 0 reboots.
 	e.Harness().ResetRequests()
 	_, _, r := e.run(e.adopter(prov, "", &out))
-	if r.MachinesCreated != 8 || r.MachineSetsCreated != 2 || r.CPMSCreated != 1 || r.GroupsTakenOver != 3 || r.IdentitiesSet != 8 {
-		t.Errorf("report %+v: want 8 Machines (3 masters, 3 workers, 2 infra), 2 MachineSets, 1 CPMS, 3 groups taken over, 8 servers tagged with the cluster's identity (the module had tagged 5 with its cluster_id)", r)
+	// The masters stay Terraform's: the module tagged them with its
+	// cluster_id, not the cluster's identity, and adopt writes nothing
+	// Terraform keeps.
+	if r.MachinesCreated != 5 || r.MachineSetsCreated != 2 || r.CPMSCreated != 0 || r.GroupsTakenOver != 2 || r.IdentitiesSet != 5 {
+		t.Errorf("report %+v: want 5 Machines (3 workers, 2 infra), 2 MachineSets, no CPMS (the masters stay Terraform's), 2 groups taken over (the workers' and the infra nodes'), 5 servers tagged with the cluster's identity", r)
 	}
 	e.adoptionDone("cloudscale")
 	writes := e.writes()
@@ -286,4 +300,13 @@ func TestAdoptCloudscale(t *testing.T) {
 	if !slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && g.CPMS != nil }) {
 		t.Errorf("no ControlPlaneMachineSet planned")
 	}
+	// What Terraform keeps is as the module wrote it.
+	kept.agrees(t)
+
+	// Leaving without losing a node: adopt --undo and adopt again, then
+	// uninstall, install again and adopt again.
+	released := e.release(cscloud.Name, true)
+	e.comeBack(prov, csClusterID, released, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
+	released = e.release(cscloud.Name, false)
+	e.comeBack(prov, csClusterID, released, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
 }

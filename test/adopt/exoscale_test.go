@@ -39,6 +39,7 @@ type exoWorld struct {
 	instances map[string]v3.UUID // hostname -> ID
 	pool      v3.UUID
 	members   []v3.UUID
+	sgs, aags map[string]v3.UUID // security groups, anti-affinity groups: name (role) -> ID
 }
 
 // exoUserData is the module's user data: the pointer Ignition, the private
@@ -87,6 +88,7 @@ func buildExoscale(t *testing.T, e *env) *exoWorld {
 		aag[role] = ref(c.CreateAntiAffinityGroup(ctx, v3.CreateAntiAffinityGroupRequest{Name: exoClusterID + "_" + role, Description: exoClusterID + " " + role + " nodes"}))
 	}
 	ref(c.RegisterSSHKey(ctx, v3.RegisterSSHKeyRequest{Name: exoClusterID + "-admin", PublicKey: sshPublicKey}))
+	w.sgs, w.aags = sg, aag
 	w.network = ref(c.CreatePrivateNetwork(ctx, v3.CreatePrivateNetworkRequest{
 		Name: exoClusterID + "_clusternet", Description: exoClusterID + " private network",
 		StartIP: net.ParseIP("172.18.200.101"), EndIP: net.ParseIP("172.18.200.253"), Netmask: net.ParseIP("255.255.255.0"),
@@ -179,7 +181,56 @@ func TestAdoptExoscale(t *testing.T) {
 	// (cloudscale_test.go takes over a cluster_id that is not).
 	e := start(t, demo.Exoscale, exoClusterID)
 	w := buildExoscale(t, e)
-	prov := exocloud.New(exocloud.Options{APIEndpoint: e.APIURL + "v2", DefaultAPIKey: emuexo.DefaultAPIKey, DefaultAPISecret: emuexo.DefaultAPISecret})
+	kept := w.terraformKept(t, e)
+	// From here on Terraform reads with a key of its own, with every
+	// permission: the account's first key is the manager's, of the
+	// provider's role.
+	if err := e.Exoscale.AddKey(emuexo.DefaultAccountName, terraformKey, terraformSecret, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, err := v3.NewClient(credentials.NewStaticCredentials(terraformKey, terraformSecret), v3.ClientOptWithEndpoint(v3.Endpoint(e.APIURL+"v2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.c = c
+
+	// Least privilege, as docs/exoscale.md has it: the manager's key with
+	// the provider's role, adopt's key with the adopt role, each exactly
+	// the policy the docs give.
+	managerRole, adoptRole := documentedRole(t, "IAM role"), documentedRole(t, "IAM role for adopt")
+	if err := e.Exoscale.SetKeyPolicy(emuexo.DefaultAPIKey, managerRole); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Exoscale.AddKey(emuexo.DefaultAccountName, adoptKey, adoptSecret, adoptRole); err != nil {
+		t.Fatal(err)
+	}
+	prov := exocloud.New(exocloud.Options{APIEndpoint: e.APIURL + "v2", DefaultAPIKey: adoptKey, DefaultAPISecret: adoptSecret})
+
+	// The dry run with the provider's role alone: the survey is refused the
+	// pools, and the plan says so with the pool's group, which it leaves
+	// alone; every other group is planned as with adopt's role.
+	e.Harness().ResetRequests()
+	var narrow bytes.Buffer
+	managerKey := exocloud.New(exocloud.Options{APIEndpoint: e.APIURL + "v2", DefaultAPIKey: emuexo.DefaultAPIKey, DefaultAPISecret: emuexo.DefaultAPISecret})
+	pn, err := e.adopter(managerKey, exoClusterID, &narrow).Plan(e.ctx)
+	if err != nil {
+		t.Fatalf("the dry run with the provider's role: %v, want a plan that names the refusal", err)
+	}
+	pn.Print(&narrow, false)
+	for _, want := range []string{"the credentials were refused list-instance-pools", "its instance pool cannot be replaced without adopt's addition", "c-blue-5678-infra-gva2"} {
+		if !strings.Contains(narrow.String(), want) {
+			t.Errorf("the plan with the provider's role lacks %q:\n%s", want, narrow.String())
+		}
+	}
+	for _, g := range pn.Groups {
+		if g.Name == "c-blue-5678-infra-gva2" && (g.Blocked != "" || g.MachineSet == nil) {
+			t.Errorf("the infra group with the provider's role: %q, want it planned", g.Blocked)
+		}
+	}
+	if got := e.Exoscale.RoleRefusals(emuexo.DefaultAPIKey); len(got) != 1 || got["list-instance-pools"] == 0 {
+		t.Errorf("the dry run with the provider's role was refused %v, want list-instance-pools alone", got)
+	}
+	narrowRefusals := e.Exoscale.RoleRefusals(emuexo.DefaultAPIKey)["list-instance-pools"]
 
 	e.Harness().ResetRequests()
 	var out bytes.Buffer
@@ -196,6 +247,7 @@ func TestAdoptExoscale(t *testing.T) {
 		"control plane", "c-blue-5678-infra-gva2", "c-blue-5678-worker-gva2", "rolling replacement",
 		"instance pool c-blue-5678_worker-0 owns these servers", "left alone: diskSize (120; the group's 100)",
 		"can be neither labelled nor renamed", `antiAffinityGroups=[{"name":"c-blue-5678_master"}]`,
+		"Terraform keeps the masters in its state",
 	} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, plan)
@@ -237,8 +289,8 @@ func TestAdoptExoscale(t *testing.T) {
 	r.CPMSCreated += r1.CPMSCreated
 	r.IdentitiesSet += r1.IdentitiesSet
 	r.Replaced += r1.Replaced
-	if r.MachinesCreated != 5 || r.MachineSetsCreated != 2 || r.CPMSCreated != 1 || r.IdentitiesSet != 5 || r.Replaced != 3 {
-		t.Errorf("reports %+v: want 5 Machines adopted (3 masters, 2 infra), 2 MachineSets, 1 CPMS, 5 instances labelled, 3 pool members replaced", r)
+	if r.MachinesCreated != 2 || r.MachineSetsCreated != 2 || r.CPMSCreated != 0 || r.IdentitiesSet != 2 || r.Replaced != 3 {
+		t.Errorf("reports %+v: want 2 Machines adopted (the infra nodes; the masters stay Terraform's), 2 MachineSets, no CPMS, 2 instances labelled, 3 pool members replaced", r)
 	}
 	var sets machinev1beta1.MachineSetList
 	if err := e.Client.List(e.ctx, &sets, client.InNamespace(demo.Namespace)); err != nil {
@@ -265,7 +317,7 @@ func TestAdoptExoscale(t *testing.T) {
 			t.Errorf("%s: %d, want %d", route, got, want)
 		}
 	}
-	for _, name := range []string{"master-1a2b", "master-3c4d", "master-5e6f", "infra-7a8b", "infra-9c0d"} {
+	for _, name := range []string{"infra-7a8b", "infra-9c0d"} {
 		e.assertAdopted(name, "exoscale://"+string(w.instances[name]), name)
 		inst, err := w.c.GetInstance(e.ctx, w.instances[name])
 		if err != nil || inst.Labels[v1beta1.LabelMachineName] != name || inst.Labels[v1beta1.LabelClusterID] != exoClusterID || inst.Name != name+"."+exoDomain {
@@ -273,7 +325,6 @@ func TestAdoptExoscale(t *testing.T) {
 		}
 	}
 	e.machineSetOwns("c-blue-5678-infra-gva2", "infra-7a8b", "infra-9c0d")
-	e.cpms("master-1a2b", "master-3c4d", "master-5e6f")
 	if pools := e.Exoscale.InstancePools(); len(pools) != 0 {
 		t.Errorf("instance pools left: %+v", pools)
 	}
@@ -311,7 +362,7 @@ func TestAdoptExoscale(t *testing.T) {
 	}
 	for _, g := range p2.Groups {
 		for _, m := range g.Members {
-			if m.Action != adopt.ActAdopted && m.Found.Name != "infra-ffff."+exoDomain {
+			if m.Action != adopt.ActAdopted && m.Found.Name != "infra-ffff."+exoDomain && !g.Master {
 				t.Errorf("second run: %s is %q", m.Found.Name, m.Action)
 			}
 		}
@@ -319,6 +370,21 @@ func TestAdoptExoscale(t *testing.T) {
 
 	// The adopted MachineSet scales like any other.
 	e.scalesLikeAnyOther("c-blue-5678-infra-gva2", 2, "POST /v2/instance", "DELETE /v2/instance/{id}", "api-int."+exoDomain+":22623", e.exoscaleUserData)
+
+	// What Terraform keeps is as the module wrote it, and no key was
+	// refused anything after the dry run with the provider's role alone.
+	kept.agrees(t)
+	if got := e.Exoscale.RoleRefusals(adoptKey); len(got) != 0 {
+		t.Errorf("adopt's key, with the documented adopt role, was refused %v", got)
+	}
+	if got := e.Exoscale.RoleRefusals(emuexo.DefaultAPIKey); len(got) != 1 || got["list-instance-pools"] != narrowRefusals {
+		t.Errorf("the manager's key, with the documented role, was refused %v besides the dry run's", got)
+	}
+
+	// Leaving without losing a node: uninstall, install again and adopt
+	// again (the replaced pool's workers too, now standalone instances).
+	released := e.release(exocloud.Name, false)
+	e.comeBack(prov, exoClusterID, released, "POST /v2/instance", "DELETE /v2/instance/{id}")
 }
 
 // loseNodeDelete fails the first deletion of a Node, as a run that stops

@@ -38,7 +38,7 @@ var clouds = map[string]benchCloud{
 			return fixture.Options{Cloud: fixture.Cloudscale, Emulator: emucs.Config{BootTime: bootTime}}
 		},
 		createRoute: "POST /v1/servers",
-		spec:        `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-16-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":50}`,
+		spec:        `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-16-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"interfaces":[{"type":"Public"}]}`,
 		managerArgs: func(e *fixture.Env) []string {
 			return []string{"--cloud", "cloudscale", "--cloudscale-api-url", e.APIURL}
 		},

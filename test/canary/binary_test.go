@@ -105,7 +105,7 @@ func TestNoSecretAtAnyVerbosity(t *testing.T) {
 
 	spec := func(userData string, tags map[string]string) string {
 		b, _ := json.Marshal(map[string]any{
-			"zone": "rma1", "flavor": "flex-8-4", "image": "custom:rhcos-4.19",
+			"zone": "rma1", "flavor": "flex-8-4", "image": "custom:rhcos-4.19", "interfaces": []any{map[string]any{"type": "Public"}},
 			"tokenSecret": map[string]string{"name": "machine-token"}, "userDataSecret": map[string]string{"name": userData},
 			"tags": tags,
 		})

@@ -46,7 +46,7 @@ func (c *cloudscaleCloud) ManagerArgs() []string {
 func (c *cloudscaleCloud) ManagerEnv() []string { return []string{"CLOUDSCALE_API_TOKEN=chaos-token"} }
 
 func (c *cloudscaleCloud) ProviderSpec() string {
-	return `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-4-2","image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"antiAffinityKey":"` + AntiAffinityKey + `"}`
+	return `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-4-2","image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"interfaces":[{"type":"Public"}],"antiAffinityKey":"` + AntiAffinityKey + `"}`
 }
 
 func (c *cloudscaleCloud) CreateRoute() string { return "POST /v1/servers" }

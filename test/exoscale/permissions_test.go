@@ -3,7 +3,6 @@ package exoscale
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,20 +23,7 @@ import (
 // apply as is: the first JSON block under its "IAM role" heading.
 func documentedPolicy(t *testing.T) []byte {
 	t.Helper()
-	doc, err := os.ReadFile("../../docs/exoscale.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(doc), "\n## IAM role\n")
-	if !ok {
-		t.Fatal("docs/exoscale.md has no IAM role section")
-	}
-	_, block, ok := strings.Cut(section, "```json\n")
-	block, _, ok2 := strings.Cut(block, "```")
-	if !ok || !ok2 {
-		t.Fatal("the IAM role section has no JSON policy")
-	}
-	return []byte(block)
+	return fixture.DocumentedJSON(t, "../..", "exoscale.md", "IAM role")
 }
 
 // policyWithout is the documented policy without one operation.
@@ -114,6 +100,33 @@ func TestDocumentedRolePolicySuffices(t *testing.T) {
 	})
 	if text := fixture.EventText(e.Events(t, "worker-a")) + e.Logs.String(); strings.Contains(text, "PermissionDenied") || strings.Contains(text, "Forbidden by role policy") {
 		t.Errorf("the documented role was refused something:\n%s", fixture.EventText(e.Events(t, "worker-a")))
+	}
+}
+
+// TestDocumentedAdoptRole: the role docs/exoscale.md gives adopt's key is
+// the provider's rule, word for word, and a rule of exactly the operations
+// only adopt calls (the client's second table). test/adopt runs adopt under
+// it.
+func TestDocumentedAdoptRole(t *testing.T) {
+	manager, err := emu.ParsePolicy(documentedPolicy(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopt, err := emu.ParsePolicy(fixture.DocumentedJSON(t, "../..", "exoscale.md", "IAM role for adopt"))
+	if err != nil {
+		t.Fatalf("the documented adopt role: %v", err)
+	}
+	rules := adopt.Services[exoscale.IAMService].Rules
+	if len(rules) != 2 || rules[0] != manager.Services[exoscale.IAMService].Rules[0] || adopt.DefaultServiceStrategy != "deny" {
+		t.Fatalf("the adopt role's rules %+v: want the provider's rule, then adopt's addition", rules)
+	}
+	var added []string
+	for _, m := range regexp.MustCompile(`'([a-z-]+)'`).FindAllStringSubmatch(rules[1].Expression, -1) {
+		added = append(added, m[1])
+	}
+	slices.Sort(added)
+	if !slices.Equal(added, exoscale.AdoptIAMOperations()) {
+		t.Errorf("the documented addition allows %v,\nadopt calls %v beside the provider's", added, exoscale.AdoptIAMOperations())
 	}
 }
 

@@ -66,7 +66,7 @@ func TestInstallManifests(t *testing.T) {
 		c     cloud.Cloud
 		spec  map[string]any
 	}{
-		{demo.Cloudscale, cscloud.New(cscloud.Options{DefaultToken: "unused"}), map[string]any{"zone": "rma1", "flavor": "flex-8-4", "image": "custom:rhcos-4.19", "rootVolumeSizeGB": 50}},
+		{demo.Cloudscale, cscloud.New(cscloud.Options{DefaultToken: "unused"}), map[string]any{"zone": "rma1", "flavor": "flex-8-4", "image": "custom:rhcos-4.19", "rootVolumeSizeGB": 50, "interfaces": []any{map[string]any{"type": "Public"}}}},
 		{demo.Exoscale, exocloud.New(exocloud.Options{DefaultAPIKey: "unused", DefaultAPISecret: "unused"}), map[string]any{"zone": "ch-gva-2", "instanceType": "standard.large", "template": map[string]any{"name": "rhcos-4.19"}, "diskSize": 50}},
 	} {
 		t.Run(tc.cloud, func(t *testing.T) {

@@ -521,7 +521,7 @@ func emulate(t *testing.T, name string) emulated {
 		}
 		// The selector makes the provider list secrets (by label).
 		e.spec = `{"apiVersion":"machine.appuio.io/v1beta1",
-			"kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19",
+			"kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19","interfaces":[{"type":"Public"}],
 			"tokenSecret":{"name":"cloudscale-token"},"userDataSecret":{"name":"worker-user-data"},
 			"userDataSecretSelector":{"matchLabels":{"machineconfiguration.openshift.io/managed-ca-bundle-derived-from-configmap":""}}}`
 	case exocloud.Name:

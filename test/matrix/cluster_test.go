@@ -388,7 +388,7 @@ func (c *cell) providerSpec() string {
 		return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":"ch-gva-2","instanceType":"standard.large","template":{"name":%q},"diskSize":50}`,
 			emuexo.DefaultTemplates[0].Name)
 	}
-	return `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":50}`
+	return `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"interfaces":[{"type":"Public"}]}`
 }
 
 // apply applies u server-side as the test.

@@ -56,6 +56,7 @@ const Namespace = "openshift-machine-api"
 // requests.
 func TestInstallFromReleaseManifests(t *testing.T) {
 	r := makeRelease(t)
+	admin, tools := unpack(t, r)
 	img := readOCI(t, filepath.Join(r.dir, "machine-api-provider.oci.tar"))
 	// Where the image's binary runs: a node, not the admin's directory.
 	node := t.TempDir()
@@ -67,21 +68,15 @@ func TestInstallFromReleaseManifests(t *testing.T) {
 		t.Fatalf("the image's entrypoint is %v", ep)
 	}
 	for _, cloud := range clouds {
-		t.Run(cloud, func(t *testing.T) { installFromReleaseManifests(t, r, cloud, binary) })
+		t.Run(cloud, func(t *testing.T) { installFromReleaseManifests(t, r, cloud, binary, admin, tools) })
 	}
 }
 
-func installFromReleaseManifests(t *testing.T, r *release, cloud, binary string) {
-	// The admin's directory: the release's manifest, and nothing else.
-	admin := t.TempDir()
+// installFromReleaseManifests installs from the release as unpacked in the
+// admin's directory (unpack), and runs the release's command-line tool
+// there against the cluster, with no Go on the PATH.
+func installFromReleaseManifests(t *testing.T, r *release, cloud, binary, admin, tools string) {
 	manifest := filepath.Join(admin, "install-"+cloud+".yaml")
-	data, err := os.ReadFile(filepath.Join(r.dir, "install-"+cloud+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(manifest, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
 
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
 	policy := filepath.Join(t.TempDir(), "audit-policy.yaml")
@@ -189,6 +184,22 @@ func installFromReleaseManifests(t *testing.T, r *release, cloud, binary string)
 		t.Errorf("refused: %s", r)
 	}
 	t.Logf("%s made %d requests; %s runs %s", user, requests, name, r.image())
+
+	// The release's tool, from the admin's PATH (no Go), reads the
+	// installed cluster: uninstall's plan names what it would stop and
+	// delete, and changes nothing.
+	out, err := asAdmin(admin, tools, "machine-api-provider", "uninstall", "--cloud", cloud, "--kubeconfig", adminKubeconfig(t, cfg, t.TempDir()))
+	if err != nil {
+		t.Fatalf("machine-api-provider uninstall (the plan): %v\n%s", err, out)
+	}
+	for _, want := range []string{"Release plan on " + cloud, "Deployment machine-api-provider-deployer (scaled to 0)", fmt.Sprintf("Delete the provider's objects: %d", len(objs)+3)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the release's uninstall plan lacks %q:\n%s", want, out)
+		}
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: "machine-api-provider-deployer"}, &d); err != nil || d.Spec.Replicas == nil || *d.Spec.Replicas == 0 {
+		t.Errorf("the deployer after the dry run: %v, %v replicas", err, d.Spec.Replicas)
+	}
 }
 
 // applyRank orders objects as `oc apply -f` needs them: namespaces, then

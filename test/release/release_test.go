@@ -327,7 +327,13 @@ func TestReleaseNamesItsImageByDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := regexp.MustCompile(`(?m)^- .*$`).FindString(string(changelog)) // the first entry, of [Unreleased]
+	// The first entry of [Unreleased], or (right after a release) the
+	// words for none.
+	unreleased, _, _ := strings.Cut(strings.SplitN(string(changelog), "## [Unreleased]", 2)[1], "\n## [")
+	first := regexp.MustCompile(`(?m)^- .*$`).FindString(unreleased)
+	if first == "" {
+		first = "No change since the last release."
+	}
 	for _, s := range []string{"# machine-api-provider " + Version, r.image(), first,
 		"oc apply -k 'https://github.com/appuio/machine-api-provider//config/overlays/exoscale?ref=" + Version + "'"} {
 		if !strings.Contains(string(notes), s) {
@@ -352,7 +358,8 @@ func TestReleaseNamesItsImageByDigest(t *testing.T) {
 		}
 		n++
 	}
-	for _, name := range []string{"install-cloudscale.yaml", "install-exoscale.yaml", "machine-api-provider.oci.tar", "machine-api-provider.cdx.json", "RELEASE_NOTES.md"} {
+	for _, name := range []string{"install-cloudscale.yaml", "install-exoscale.yaml", "machine-api-provider.oci.tar", "machine-api-provider.cdx.json", "RELEASE_NOTES.md",
+		"machine-api-provider-linux-amd64", "machine-api-provider-linux-arm64", "machine-api-provider-darwin-arm64"} {
 		if !strings.Contains(string(sums), "./"+name+"\n") {
 			t.Errorf("SHA256SUMS lacks %s", name)
 		}

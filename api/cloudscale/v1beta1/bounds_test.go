@@ -10,7 +10,7 @@ import (
 // specWith is a valid spec with the members of extra added or replaced.
 func specWith(t *testing.T, extra map[string]any) string {
 	t.Helper()
-	m := map[string]any{"zone": "rma1", "flavor": "flex-8-4", "image": "debian-12"}
+	m := map[string]any{"zone": "rma1", "flavor": "flex-8-4", "image": "debian-12", "interfaces": []any{map[string]any{"type": "Public"}}}
 	for k, v := range extra {
 		m[k] = v
 	}

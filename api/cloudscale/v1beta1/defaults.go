@@ -1,7 +1,8 @@
 package v1beta1
 
-// DefaultRootVolumeSizeGB fits an OpenShift worker's container images.
-const DefaultRootVolumeSizeGB = 50
+// DefaultRootVolumeSizeGB is Red Hat's minimum disk for an OpenShift node
+// (100 GB; "Minimum resource requirements" of the installation docs).
+const DefaultRootVolumeSizeGB = 100
 
 // Default fills in what the user may leave out. It is idempotent.
 func (s *CloudscaleMachineProviderSpec) Default() {
@@ -18,7 +19,8 @@ func (s *CloudscaleMachineProviderSpec) Default() {
 		yes := true
 		s.UseIPV6 = &yes
 	}
-	if len(s.Interfaces) == 0 {
-		s.Interfaces = []Interface{{Type: InterfaceTypePublic}}
-	}
+	// No default interface: the API's own default is a public interface
+	// only, and cloudscale.ch has no security groups, so kubelet and every
+	// NodePort would face the internet, and a private api-int would be out
+	// of reach. Validate refuses a spec without interfaces instead.
 }

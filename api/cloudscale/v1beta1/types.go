@@ -30,7 +30,7 @@ type CloudscaleMachineProviderSpec struct {
 	// Image is a public image slug (e.g. debian-12), or a custom image as
 	// custom:<slug> or its UUID.
 	Image string `json:"image"`
-	// RootVolumeSizeGB is the size of the root volume. Default 50.
+	// RootVolumeSizeGB is the size of the root volume. Default 100.
 	RootVolumeSizeGB int `json:"rootVolumeSizeGB,omitempty"`
 	// RootVolumeTags are set on the root volume, besides the machine tags.
 	RootVolumeTags map[string]string `json:"rootVolumeTags,omitempty"`
@@ -41,7 +41,8 @@ type CloudscaleMachineProviderSpec struct {
 	SSHKeys []string `json:"sshKeys,omitempty"`
 	// UseIPV6 gives public interfaces an IPv6 address too. Default true.
 	UseIPV6 *bool `json:"useIPV6,omitempty"`
-	// Interfaces of the server. Default: one public interface.
+	// Interfaces of the server, required: the cluster's private network
+	// (type Private), and a public interface only when listed (type Public).
 	Interfaces []Interface `json:"interfaces,omitempty"`
 	// ServerGroups are UUIDs of existing server groups to put the server in.
 	ServerGroups []string `json:"serverGroups,omitempty"`

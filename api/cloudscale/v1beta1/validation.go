@@ -102,6 +102,11 @@ func (s *CloudscaleMachineProviderSpec) Validate(path *field.Path) field.ErrorLi
 			errs = append(errs, field.Invalid(p, "(withheld)", "must be an OpenSSH public key, as in authorized_keys (\"ssh-ed25519 AAAA... comment\"): the API refuses the server otherwise"))
 		}
 	}
+	if len(s.Interfaces) == 0 {
+		errs = append(errs, field.Required(path.Child("interfaces"), "name the cluster's private network ({type: Private, networkUUID: <UUID>}); "+
+			"without interfaces a server gets a public interface only, and cloudscale.ch has no security groups: kubelet and every NodePort would face the internet "+
+			"(list {type: Public} as well to have one)"))
+	}
 	if len(s.Interfaces) > maxInterfaces {
 		errs = append(errs, field.TooMany(path.Child("interfaces"), len(s.Interfaces), maxInterfaces))
 	}

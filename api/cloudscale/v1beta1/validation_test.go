@@ -19,7 +19,7 @@ func parse(t *testing.T, specJSON string) (*CloudscaleMachineProviderSpec, strin
 	return spec, errs.ToAggregate().Error()
 }
 
-const minimal = `{"zone":"rma1","flavor":"flex-8-4","image":"debian-12"}`
+const minimal = `{"zone":"rma1","flavor":"flex-8-4","image":"debian-12","interfaces":[{"type":"Private","networkUUID":"2db69ba3-1864-4608-853a-0771b6885a3a"}]}`
 
 func TestDefaults(t *testing.T) {
 	spec, errs := parse(t, minimal)
@@ -29,11 +29,11 @@ func TestDefaults(t *testing.T) {
 	if spec.APIVersion != APIVersion || spec.Kind != SpecKind {
 		t.Errorf("apiVersion/kind %s/%s", spec.APIVersion, spec.Kind)
 	}
-	if spec.RootVolumeSizeGB != DefaultRootVolumeSizeGB || spec.UseIPV6 == nil || !*spec.UseIPV6 {
-		t.Errorf("rootVolumeSizeGB %d, useIPV6 %v", spec.RootVolumeSizeGB, spec.UseIPV6)
+	if spec.RootVolumeSizeGB != DefaultRootVolumeSizeGB || DefaultRootVolumeSizeGB < 100 || spec.UseIPV6 == nil || !*spec.UseIPV6 {
+		t.Errorf("rootVolumeSizeGB %d (want Red Hat's minimum of 100 GB at least), useIPV6 %v", spec.RootVolumeSizeGB, spec.UseIPV6)
 	}
-	if len(spec.Interfaces) != 1 || spec.Interfaces[0].Type != InterfaceTypePublic {
-		t.Errorf("interfaces %v, want one Public", spec.Interfaces)
+	if len(spec.Interfaces) != 1 || spec.Interfaces[0].Type != InterfaceTypePrivate {
+		t.Errorf("interfaces %v, want the one Private interface the spec names, no public one added", spec.Interfaces)
 	}
 	// Defaulting twice changes nothing.
 	before, _ := json.Marshal(spec)
@@ -62,6 +62,9 @@ func TestExistingSpecsKeepWorking(t *testing.T) {
 func TestValidationNamesTheField(t *testing.T) {
 	const base = `"zone":"rma1","flavor":"flex-8-4","image":"debian-12"`
 	cases := map[string]struct{ spec, field string }{
+		// A server with a public interface only: kubelet and NodePorts on
+		// the internet (cloudscale.ch has no security groups).
+		"no interfaces":        {`{` + base + `}`, "spec.providerSpec.value.interfaces: Required value: name the cluster's private network"},
 		"missing zone":         {`{"flavor":"flex-8-4","image":"debian-12"}`, "spec.providerSpec.value.zone: Required"},
 		"bad zone":             {`{"zone":"RMA 1","flavor":"flex-8-4","image":"debian-12"}`, "spec.providerSpec.value.zone: Invalid"},
 		"missing flavor":       {`{"zone":"rma1","image":"debian-12"}`, "spec.providerSpec.value.flavor: Required"},

@@ -95,7 +95,7 @@ func TestParseSpec(t *testing.T) {
 		"RootVolumeGiB": s.RootVolumeGiB(), "CredentialsSecretName": s.CredentialsSecretName(), "UserDataSecretName": s.UserDataSecretName(),
 		"AntiAffinityKey": s.AntiAffinityKey(), "ServerName": s.ServerName("w-1"), "CredentialsSecretField": s.CredentialsSecretField(),
 	} {
-		want := map[string]any{"Zone": "lpg1", "Region": "lpg", "InstanceType": "plus-16-4", "RootVolumeGiB": 50, "CredentialsSecretName": "tok",
+		want := map[string]any{"Zone": "lpg1", "Region": "lpg", "InstanceType": "plus-16-4", "RootVolumeGiB": v1beta1.DefaultRootVolumeSizeGB, "CredentialsSecretName": "tok",
 			"UserDataSecretName": "ud", "AntiAffinityKey": "workers", "ServerName": "w-1", "CredentialsSecretField": "tokenSecret"}[name]
 		if got != want {
 			t.Errorf("%s() = %v, want %v", name, got, want)

@@ -78,7 +78,7 @@ func (v *env) spec(mutate func(p *v1beta1.CloudscaleMachineProviderSpec)) *Spec 
 // parseSpec builds a spec through ParseSpec, from a minimal valid one.
 func parseSpec(t *testing.T, mutate func(p *v1beta1.CloudscaleMachineProviderSpec)) *Spec {
 	t.Helper()
-	p := &v1beta1.CloudscaleMachineProviderSpec{Zone: "rma1", Flavor: "flex-4-1", Image: "debian-12"}
+	p := &v1beta1.CloudscaleMachineProviderSpec{Zone: "rma1", Flavor: "flex-4-1", Image: "debian-12", Interfaces: []v1beta1.Interface{{Type: v1beta1.InterfaceTypePublic}}}
 	if mutate != nil {
 		mutate(p)
 	}

@@ -184,7 +184,7 @@ func TestSyncServerDrift(t *testing.T) {
 			p.Image = "11111111-2222-4333-8444-555555555555"
 		}, nil},
 		{"zone", s, func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Zone = "lpg1" }, []string{"zone"}},
-		{"rootVolumeSizeGB", s, func(p *v1beta1.CloudscaleMachineProviderSpec) { p.RootVolumeSizeGB = 100 }, []string{"rootVolumeSizeGB"}},
+		{"rootVolumeSizeGB", s, func(p *v1beta1.CloudscaleMachineProviderSpec) { p.RootVolumeSizeGB = 150 }, []string{"rootVolumeSizeGB"}},
 		{"interfaces dropped", s, func(p *v1beta1.CloudscaleMachineProviderSpec) {
 			p.Interfaces = []v1beta1.Interface{{Type: v1beta1.InterfaceTypePublic}}
 		}, []string{"interfaces"}},
@@ -208,10 +208,10 @@ func TestSyncServerDrift(t *testing.T) {
 			p.Flavor, p.Image, p.RootVolumeSizeGB = "flex-8-2", "ubuntu-24.04", 60
 		}, []string{"flavor", "image", "rootVolumeSizeGB"}},
 		{"custom image", custom, func(p *v1beta1.CloudscaleMachineProviderSpec) {
-			p.Image, p.Interfaces = "custom:rhcos-4.19", nil
+			p.Image, p.Interfaces = "custom:rhcos-4.19", []v1beta1.Interface{{Type: v1beta1.InterfaceTypePublic}}
 		}, nil},
 		{"custom image changed to the public one", custom, func(p *v1beta1.CloudscaleMachineProviderSpec) {
-			p.Image, p.Interfaces = "rhcos-4.19", nil
+			p.Image, p.Interfaces = "rhcos-4.19", []v1beta1.Interface{{Type: v1beta1.InterfaceTypePublic}}
 		}, []string{"image"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,20 +39,25 @@ func (c *Client) Survey(ctx context.Context, zones []string) ([]cloud.Found, err
 		}
 		zones = all
 	}
+	// A list the credentials' role refuses costs what it would have named
+	// (names become IDs, groups go unseen), never the survey: the plan
+	// reports the refusal with each group it touches (refused.go).
+	var refused []string
 	sgs, err := c.listSecurityGroups(ctx)
-	if err != nil {
+	if err = tolerate(err, &refused); err != nil {
 		return nil, err
 	}
 	groups, err := c.listGroups(ctx)
-	if err != nil {
+	if err = tolerate(err, &refused); err != nil {
 		return nil, err
 	}
-	if _, err := find(ctx, c.now(), &c.instanceTypes, c.listInstanceTypes, func(v3.InstanceType) bool { return true }); err != nil {
+	_, err = find(ctx, c.now(), &c.instanceTypes, c.listInstanceTypes, func(v3.InstanceType) bool { return true })
+	if err = tolerate(err, &refused); err != nil {
 		return nil, err
 	}
 	var out []cloud.Found
 	for _, z := range zones {
-		found, err := c.surveyZone(ctx, z, sgs, groups)
+		found, err := c.surveyZone(ctx, z, sgs, groups, refused)
 		if err != nil {
 			return nil, fmt.Errorf("zone %s: %w", z, err)
 		}
@@ -61,7 +66,8 @@ func (c *Client) Survey(ctx context.Context, zones []string) ([]cloud.Found, err
 	return out, nil
 }
 
-func (c *Client) surveyZone(ctx context.Context, zone string, sgs []v3.SecurityGroup, groups []v3.AntiAffinityGroup) ([]cloud.Found, error) {
+func (c *Client) surveyZone(ctx context.Context, zone string, sgs []v3.SecurityGroup, groups []v3.AntiAffinityGroup, refused []string) ([]cloud.Found, error) {
+	refused = slices.Clone(refused)
 	zc, err := c.zoneClient(ctx, zone)
 	if err != nil {
 		return nil, err
@@ -85,17 +91,20 @@ func (c *Client) surveyZone(ctx context.Context, zone string, sgs []v3.SecurityG
 		}
 		return err
 	})
-	if err != nil {
+	// Only the pools' members need the pools (their names, sizes): the
+	// refusal goes with them.
+	var poolsRefused []string
+	if err = tolerate(err, &poolsRefused); err != nil {
 		return nil, err
 	}
 	networks, err := c.listNetworks(zc)(ctx)
-	if err != nil {
+	if err = tolerate(err, &refused); err != nil {
 		return nil, err
 	}
 	var templates []v3.Template
 	for _, vis := range []v1beta1.TemplateVisibility{v1beta1.TemplateVisibilityPrivate, v1beta1.TemplateVisibilityPublic} {
 		l, err := c.listTemplates(zc, vis)(ctx)
-		if err != nil {
+		if err = tolerate(err, &refused); err != nil {
 			return nil, err
 		}
 		templates = append(templates, l...)
@@ -112,10 +121,11 @@ func (c *Client) surveyZone(ctx context.Context, zone string, sgs []v3.SecurityG
 		if err != nil {
 			return nil, err
 		}
-		if err := c.learnPrivateIPs(ctx, d); err != nil {
+		mine := slices.Clone(refused)
+		if err := tolerate(c.learnPrivateIPs(ctx, d), &mine); err != nil {
 			return nil, err
 		}
-		f := cloud.Found{Server: *c.server(d), Spec: c.specOf(d, sgs, networks, templates)}
+		f := cloud.Found{Server: *c.server(d), Spec: c.specOf(d, sgs, networks, templates), Refused: mine}
 		for _, ref := range d.AntiAffinityGroups {
 			i := slices.IndexFunc(groups, func(g v3.AntiAffinityGroup) bool { return g.ID == ref.ID })
 			if i < 0 {
@@ -133,6 +143,7 @@ func (c *Client) surveyZone(ctx context.Context, zone string, sgs []v3.SecurityG
 		}
 		if d.Manager != nil && d.Manager.Type == v3.ManagerTypeInstancePool {
 			f.Pool = &cloud.FoundPool{ID: string(d.Manager.ID), Zone: zone}
+			f.Refused = append(f.Refused, poolsRefused...)
 			if i := slices.IndexFunc(pools, func(p v3.InstancePool) bool { return p.ID == d.Manager.ID }); i >= 0 {
 				f.Pool.Name, f.Pool.Size = pools[i].Name, int(pools[i].Size)
 			}
@@ -415,6 +426,24 @@ func (c *Client) awaitOperation(ctx context.Context, zc *v3.Client, op *v3.Opera
 	}
 	if op.State != v3.OperationStateSuccess {
 		return fmt.Errorf("exoscale %s: the operation %s ended %s (%s): %s", what, op.ID, op.State, op.Reason, cloud.Truncate(op.Message))
+	}
+	return nil
+}
+
+// tolerate turns a refusal by the credentials' role into a record of the
+// refused permission (the IAM operation) and no error; any other error is
+// returned.
+func tolerate(err error, refused *[]string) error {
+	var perm *cloud.PermissionError
+	if !errors.As(err, &perm) {
+		return err
+	}
+	name := perm.Permission
+	if name == "" {
+		name = perm.Op
+	}
+	if !slices.Contains(*refused, name) {
+		*refused = append(*refused, name)
 	}
 	return nil
 }

@@ -40,10 +40,29 @@ var iamOperations = map[string]string{
 	"deploytarget.list":        "list-deploy-targets",
 }
 
+// adoptIAMOperations are the calls only `machine-api-provider adopt` makes,
+// beside the provider's: an instance pool's members are replaced (the pools
+// listed and read, a member evicted, the last one with its pool deleted) and
+// the eviction's operation followed. docs/exoscale.md documents them as
+// adopt's addition to the role (a test holds the two together).
+var adoptIAMOperations = map[string]string{
+	"instancepool.list":   "list-instance-pools",
+	"instancepool.get":    "get-instance-pool",
+	"instancepool.evict":  "evict-instance-pool-members",
+	"instancepool.delete": "delete-instance-pool",
+	"operation.get":       "get-operation",
+}
+
 // IAMOperations are the IAM operations the provider needs, sorted.
-func IAMOperations() []string {
-	out := make([]string, 0, len(iamOperations))
-	for _, op := range iamOperations {
+func IAMOperations() []string { return sortedValues(iamOperations) }
+
+// AdoptIAMOperations are the IAM operations adopt needs beside the
+// provider's, sorted.
+func AdoptIAMOperations() []string { return sortedValues(adoptIAMOperations) }
+
+func sortedValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, op := range m {
 		out = append(out, op)
 	}
 	slices.Sort(out)
@@ -51,8 +70,13 @@ func IAMOperations() []string {
 }
 
 // IAMOperation is the IAM operation of a call of the client, "" for a call
-// the table does not know.
-func IAMOperation(op string) string { return iamOperations[op] }
+// the tables do not know.
+func IAMOperation(op string) string {
+	if name, ok := iamOperations[op]; ok {
+		return name
+	}
+	return adoptIAMOperations[op]
+}
 
 // permission says what to grant for a refused call, in IAM's terms: the
 // operation, and how to grant it.

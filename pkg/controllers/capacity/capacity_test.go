@@ -475,6 +475,7 @@ func spec(flavor string, rootGB int) map[string]any {
 		"zone":       "rma1",
 		"flavor":     flavor,
 		"image":      "custom:rhcos-4.19",
+		"interfaces": []any{map[string]any{"type": "Public"}},
 	}
 	if rootGB > 0 {
 		s["rootVolumeSizeGB"] = rootGB

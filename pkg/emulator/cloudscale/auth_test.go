@@ -150,3 +150,24 @@ func readAll(t *testing.T, resp *http.Response) []byte {
 	}
 	return b
 }
+
+// Tokens made or revoked while the emulator runs take effect at the next
+// request: a read-only token reads and is refused writes with 403.
+func TestSetTokens(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emu.Config{})
+	if _, err := v.sdk("anything").Servers.List(v.ctx); err != nil {
+		t.Fatalf("without tokens any token reads: %v", err)
+	}
+	v.emu.SetTokens(map[string]emu.Access{"rw": emu.ReadWrite, "ro": emu.ReadOnly})
+	if _, err := v.sdk("ro").Servers.List(v.ctx); err != nil {
+		t.Fatalf("the read-only token reads: %v", err)
+	}
+	_, err := v.sdk("ro").ServerGroups.Create(v.ctx, &cloudscale.ServerGroupRequest{Name: "g", Type: "anti-affinity"})
+	apiError(t, err, http.StatusForbidden)
+	_, err = v.sdk("anything").Servers.List(v.ctx)
+	apiError(t, err, http.StatusUnauthorized)
+	if _, err := v.sdk("rw").ServerGroups.Create(v.ctx, &cloudscale.ServerGroupRequest{Name: "g", Type: "anti-affinity"}); err != nil {
+		t.Fatalf("the read-write token writes: %v", err)
+	}
+}

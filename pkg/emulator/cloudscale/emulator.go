@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
@@ -18,6 +19,8 @@ type Emulator struct {
 	cfg     Config
 	harness *harness.Harness
 	now     func() time.Time
+	// tokens are Config.Tokens, or those SetTokens gave since.
+	tokens atomic.Pointer[map[string]Access]
 
 	mu    sync.Mutex
 	world *world
@@ -26,6 +29,7 @@ type Emulator struct {
 // New builds an emulator, loading its state file if there is one.
 func New(cfg Config) (*Emulator, error) {
 	e := &Emulator{cfg: cfg, now: cfg.Clock, world: newWorld()}
+	e.tokens.Store(&cfg.Tokens)
 	if e.now == nil {
 		e.now = time.Now
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -98,10 +99,11 @@ func (e *Emulator) authorize(r *http.Request, write bool) (reply, bool) {
 	if !found || token == "" {
 		return detail(http.StatusUnauthorized, "Authentication credentials were not provided."), false
 	}
-	if len(e.cfg.Tokens) == 0 {
+	tokens := *e.tokens.Load()
+	if len(tokens) == 0 {
 		return reply{}, true
 	}
-	access, known := e.cfg.Tokens[token]
+	access, known := tokens[token]
 	if !known {
 		return detail(http.StatusUnauthorized, "Invalid token."), false
 	}
@@ -117,7 +119,7 @@ func (e *Emulator) authorize(r *http.Request, write bool) (reply, bool) {
 // may not break or watch it either. Without tokens they are open, as the
 // API is to any token.
 func (e *Emulator) adminAuthorized(r *http.Request) bool {
-	if len(e.cfg.Tokens) == 0 {
+	if len(*e.tokens.Load()) == 0 {
 		return true
 	}
 	_, allowed := e.authorize(r, r.Method != http.MethodGet && r.Method != http.MethodHead)
@@ -286,4 +288,12 @@ func validTags(t *map[string]string) *reply {
 		}
 	}
 	return nil
+}
+
+// SetTokens replaces the API tokens and what each may do, from the next
+// request on (nil or empty: any token, with write access), as an account
+// owner makes and revokes tokens in the control panel.
+func (e *Emulator) SetTokens(tokens map[string]Access) {
+	t := maps.Clone(tokens)
+	e.tokens.Store(&t)
 }

@@ -23,6 +23,8 @@ type Emulator struct {
 	// accounts are the configured accounts, keys maps their API keys.
 	accounts []Account
 	keys     map[string]*Account
+	// refusals counts the requests each key's role refused, by operation.
+	refusals map[string]map[string]int64
 
 	mu       sync.Mutex
 	world    *world

@@ -112,6 +112,7 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	if c.conf != nil && c.conf.Policy != nil && !c.conf.Policy.allows(rt.operation) {
 		// The role is checked before anything is looked at.
+		e.refused(c.conf.Key, rt.operation)
 		e.mu.Unlock()
 		writeReply(w, forbidden())
 		return

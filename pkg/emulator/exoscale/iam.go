@@ -73,8 +73,8 @@ func ParsePolicy(b []byte) (*Policy, error) {
 	return &p, nil
 }
 
-// SetPolicy gives the key of account a role with policy (nil: allow
-// everything), from its next request on, as an organization admin changes
+// SetPolicy gives the keys of account a role with policy (nil: allow
+// everything), from their next request on, as an organization admin changes
 // a role's policy.
 func (e *Emulator) SetPolicy(account string, policy *Policy) error {
 	e.mu.Lock()
@@ -86,6 +86,63 @@ func (e *Emulator) SetPolicy(account string, policy *Policy) error {
 		}
 	}
 	return fmt.Errorf("no account %q", account)
+}
+
+// AddKey gives account another API key with its own IAM role (policy nil:
+// allow everything), as an organization has a key per tool, each with the
+// role it needs: requests signed with it act on the account's resources,
+// held to its own policy.
+func (e *Emulator) AddKey(account, key, secret string, policy *Policy) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if key == "" || secret == "" || e.keys[key] != nil {
+		return fmt.Errorf("key %q: a new key and a secret are required", key)
+	}
+	for _, conf := range e.keys {
+		if conf.Name == account {
+			k := *conf
+			k.Key, k.Secret, k.Policy = key, secret, policy
+			e.keys[key] = &k
+			return nil
+		}
+	}
+	return fmt.Errorf("no account %q", account)
+}
+
+// SetKeyPolicy gives one key of an account a role with policy (nil: allow
+// everything), from its next request on.
+func (e *Emulator) SetKeyPolicy(key string, policy *Policy) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	conf := e.keys[key]
+	if conf == nil {
+		return fmt.Errorf("no key %q", key)
+	}
+	conf.Policy = policy
+	return nil
+}
+
+// refused counts a request the key's role refused; e.mu is held.
+func (e *Emulator) refused(key, operation string) {
+	if e.refusals == nil {
+		e.refusals = map[string]map[string]int64{}
+	}
+	if e.refusals[key] == nil {
+		e.refusals[key] = map[string]int64{}
+	}
+	e.refusals[key][operation]++
+}
+
+// RoleRefusals are the requests signed with key that its role refused, by
+// IAM operation, since the start.
+func (e *Emulator) RoleRefusals(key string) map[string]int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]int64{}
+	for op, n := range e.refusals[key] {
+		out[op] = n
+	}
+	return out
 }
 
 // iamService is the service of every emulated operation.

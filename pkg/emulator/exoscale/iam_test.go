@@ -74,3 +74,41 @@ func TestParsePolicyRefusesBadShapes(t *testing.T) {
 		}
 	}
 }
+
+// An organization's second key acts on the same resources under its own
+// role: the key of a role without delete-instance is refused the delete
+// the account's first key may do, and sees the instance the first made.
+func TestKeysOfOneAccountHaveTheirOwnRoles(t *testing.T) {
+	t.Parallel()
+	noDelete, err := emu.ParsePolicy([]byte(`{"default-service-strategy": "allow",
+		"services": {"compute": {"type": "rules", "rules": [{"action": "deny", "expression": "operation == 'delete-instance'"}, {"action": "allow", "expression": "true"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newEnv(t, emu.Config{})
+	const key, secret = "EXOdddddddddddddddddddddddd", "second-key-secret"
+	if err := v.emu.AddKey(emu.DefaultAccountName, key, secret, noDelete); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.emu.AddKey(emu.DefaultAccountName, key, "other", nil); err == nil {
+		t.Error("the same key added twice")
+	}
+	_, id := v.create(v.client, instanceReq("worker-a"))
+	second := v.sdk(key, secret, "ch-gva-2")
+	if got := v.getInstance(second, id); got.ID != id {
+		t.Fatalf("the second key sees %v", got.ID)
+	}
+	if _, err := second.DeleteInstance(v.ctx, id); !errors.Is(err, v3.ErrForbidden) {
+		t.Fatalf("delete by the key whose role denies it: %v, want 403", err)
+	}
+	if got := v.emu.RoleRefusals(key); got["delete-instance"] != 1 || len(got) != 1 {
+		t.Errorf("the second key's refusals: %v, want the one delete", got)
+	}
+	if got := v.emu.RoleRefusals(emu.DefaultAPIKey); len(got) != 0 {
+		t.Errorf("the first key's refusals: %v, want none", got)
+	}
+	if err := v.emu.SetKeyPolicy(key, nil); err != nil {
+		t.Fatal(err)
+	}
+	v.op(second.DeleteInstance(v.ctx, id))
+}

@@ -1,0 +1,44 @@
+package adopt
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/appuio/machine-api-provider/pkg/cloud"
+	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+)
+
+// TestTerraformKeeps: a role adopt is told to leave is left alone, and so
+// are masters that do not carry the provider's identity (Terraform would
+// take back whatever adopt wrote on them); masters Terraform tagged itself
+// are adopted.
+func TestTerraformKeeps(t *testing.T) {
+	a := &Adopter{o: Options{ClusterID: "c1", LeaveRoles: []string{"infra"}}, cloud: cscloud.New(cscloud.Options{DefaultToken: "x"})}
+	infra := &Group{Role: "infra"}
+	a.leaveToTerraform(infra)
+	if !strings.Contains(infra.Blocked, "left to Terraform (--leave-role infra)") {
+		t.Errorf("infra: %q", infra.Blocked)
+	}
+	worker := &Group{Role: "worker"}
+	a.leaveToTerraform(worker)
+	if worker.Blocked != "" {
+		t.Errorf("worker: %q", worker.Blocked)
+	}
+	master := func(tagged bool) *Member {
+		f := &cloud.Found{}
+		if tagged {
+			f.ClusterID, f.Machine = "c1", "master-1a2b"
+		}
+		return &Member{Found: f, MachineName: "master-1a2b", Action: ActAdopt}
+	}
+	untagged := &Group{Master: true, Members: []*Member{master(true), master(false)}}
+	a.keepTerraformMasters(untagged)
+	if !strings.Contains(untagged.Blocked, "make_master_adoptable_by_provider") || untagged.Members[1].Action != ActMisfit {
+		t.Errorf("masters, one untagged: %q, %v", untagged.Blocked, untagged.Members[1].Action)
+	}
+	tagged := &Group{Master: true, Members: []*Member{master(true)}}
+	a.keepTerraformMasters(tagged)
+	if tagged.Blocked != "" || tagged.Members[0].Action != ActAdopt {
+		t.Errorf("masters Terraform tagged: %q, %v", tagged.Blocked, tagged.Members[0].Action)
+	}
+}
