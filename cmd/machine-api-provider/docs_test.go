@@ -42,7 +42,7 @@ var foreignFlags = map[string]string{
 	"for": "oc wait", "timeout": "oc wait", "cascade": "oc delete", "branch": "git clone",
 	"scale-down-unneeded-time": "the cluster-autoscaler, as its operator renders it",
 	"cloud-provider":           "the kubelet and a cloud-controller-manager", "node-ip": "the kubelet",
-	"ignore-missing":           "sha256sum -c, shasum -c", "since": "oc logs",
+	"ignore-missing": "sha256sum -c, shasum -c", "since": "oc logs",
 }
 
 // TestDocsMatchTheCode: every flag, annotation and label of ours, event

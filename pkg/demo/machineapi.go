@@ -3,7 +3,6 @@ package demo
 import (
 	"context"
 	"errors"
-
 )
 
 // The provider and the machine-api controllers run as one unit that can be
