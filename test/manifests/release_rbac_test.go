@@ -98,7 +98,7 @@ func releaseRequestsWithTheirRBAC(t *testing.T, dir string) {
 			}
 		}
 	}
-	t.Logf("%d distinct requests of the release table, none refused", made)
+	t.Logf("%d distinct requests of the release table made", made)
 }
 
 // createAPIServer creates the APIServer named cluster with the Intermediate
