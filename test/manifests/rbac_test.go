@@ -347,14 +347,7 @@ func deployerWithItsRBAC(t *testing.T, dir string) {
 
 	// the TLS profile the newest release's TLS flags are rendered from
 	// (the deployer lists and watches the APIServer named cluster)
-	apiServer := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "config.openshift.io/v1", "kind": "APIServer",
-		"metadata": map[string]any{"name": deployer.APIServerName},
-		"spec":     map[string]any{"tlsSecurityProfile": map[string]any{"type": "Intermediate", "intermediate": map[string]any{}}},
-	}}
-	if err := c.Create(ctx, apiServer); err != nil {
-		t.Fatal(err)
-	}
+	createAPIServer(t, c)
 
 	images := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: deployer.ImagesConfigMap, Namespace: Namespace},
