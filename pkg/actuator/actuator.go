@@ -292,9 +292,9 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 	if err := a.checkCluster(m); err != nil {
 		// A Machine of another cluster (or of none) has no server here,
 		// and nothing of it is looked up. Create fails one without a
-		// server naming the label; one given a provider ID the machine
-		// controller fails for its missing server, and this event says
-		// why. One whose server this provider recorded (the label changed
+		// server naming the label; one given a provider ID is failed here
+		// naming it (failGiven), as the machine controller would fail it
+		// for its missing server in words that say neither. One whose server this provider recorded (the label changed
 		// since, or it was pinned to another identity before) is not
 		// failed, which would have its Node remediated: it is held, the
 		// error saying what to fix, until the label is the cluster's.
@@ -304,6 +304,7 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 			return false, a.fail(m, "FailedExists", err)
 		case m.Spec.ProviderID != nil:
 			_ = a.fail(m, "FailedExists", err)
+			return false, a.failGiven(ctx, m, cloud.Truncate(err.Error()))
 		}
 		return false, nil
 	}
@@ -336,6 +337,10 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 	if err != nil {
 		a.zoneUnavailable(ctx, m, err)
 		return false, a.fail(m, "FailedExists", err)
+	}
+	if server == nil && s.notOwned != nil && m.DeletionTimestamp == nil && a.verifiedID(m) == "" {
+		// A given provider ID names another identity's server.
+		return false, a.failGiven(ctx, m, a.notOwnedMessage(m, s.notOwned))
 	}
 	if m.DeletionTimestamp == nil {
 		a.seen.Store(m.UID, seenServer{server: server, at: a.now()})

@@ -115,6 +115,36 @@ func (a *Actuator) refuseDelete(m *machinev1.Machine, s cloud.Server, why string
 	a.log.Info("server not deleted: a Node runs on it", "machine", machineKey(m), "server", s.ID, "nodes", nodes.Describe(on))
 }
 
+// failGiven fails a Machine whose provider ID was given, not recorded by
+// this provider, and names a server that is not the Machine's (or whose
+// cluster label names another cluster): phase Failed, errorReason
+// InvalidConfiguration, and msg, which names the field and why, in its
+// status. Left to the machine controller, such a Machine fails with "can't
+// find created instance" (machine-api-operator, pkg/controller/machine,
+// controller.go, Reconcile: a provisioned Machine whose Exists is false),
+// which says neither.
+//
+// The status is written here, and Exists returns the returned error. On an
+// error the machine controller patches the Machine's conditions against
+// its copy (m) and writes the phase m holds: m keeps its phase, so the
+// patch leaves ours as it is (a phase it never had is set to "", which the
+// patch then does not change either; Failed in m would have it read the
+// stored status first and clear our reason and message). Its next
+// reconcile sees Failed and stops.
+func (a *Actuator) failGiven(ctx context.Context, m *machinev1.Machine, msg string) error {
+	failed := m.DeepCopy()
+	phase, reason := machinev1.PhaseFailed, machinev1.InvalidConfigurationMachineError
+	failed.Status.Phase, failed.Status.ErrorReason, failed.Status.ErrorMessage = &phase, &reason, &msg
+	if err := a.patchStatus(ctx, m, failed); err != nil {
+		return err
+	}
+	if m.Status.Phase == nil {
+		none := ""
+		m.Status.Phase = &none
+	}
+	return fmt.Errorf("the Machine is failed: %s", msg)
+}
+
 // isNotOwned says whether err is a server that is not the Machine's.
 func isNotOwned(err error) bool {
 	var no *cloud.NotOwnedError

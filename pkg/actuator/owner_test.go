@@ -93,7 +93,7 @@ func TestMachineOfAnotherClusterIsFailedAndTouchesNothing(t *testing.T) {
 	if got.Status.ErrorMessage == nil || !strings.Contains(*got.Status.ErrorMessage, want) || !strings.Contains(*got.Status.ErrorMessage, actuator.ClusterIDLabel) {
 		t.Errorf("errorMessage %v, want it to say %s (and name the label)", got.Status.ErrorMessage, want)
 	}
-	waitPhase(t, e, "their-worker", machinev1.PhaseFailed)
+	failedSaying(t, waitPhase(t, e, "their-worker", machinev1.PhaseFailed), actuator.ClusterIDLabel, want)
 	waitEvent(t, e, "their-worker", want)
 	if n := e.Harness().Count(createPOST); n != 1 {
 		t.Errorf("%d creates, want only the test's own of the other cluster's server", n)
@@ -103,6 +103,26 @@ func TestMachineOfAnotherClusterIsFailedAndTouchesNothing(t *testing.T) {
 	waitGone(t, e, "their-worker", time.Minute)
 	waitGone(t, e, "copied", time.Minute)
 	untouched(t, e, theirs)
+}
+
+// failedSaying checks that a Failed Machine was failed by the provider, as
+// a configuration error whose message names the field and says why, not by
+// the machine controller for a server it cannot find ("can't find created
+// instance", which says neither).
+func failedSaying(t *testing.T, m *machinev1.Machine, wants ...string) {
+	t.Helper()
+	if m.Status.ErrorReason == nil || *m.Status.ErrorReason != machinev1.InvalidConfigurationMachineError {
+		t.Errorf("%s: errorReason %v, want %s", m.Name, m.Status.ErrorReason, machinev1.InvalidConfigurationMachineError)
+	}
+	msg := ""
+	if m.Status.ErrorMessage != nil {
+		msg = *m.Status.ErrorMessage
+	}
+	for _, w := range wants {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%s: errorMessage %q, want it to say %q", m.Name, msg, w)
+		}
+	}
 }
 
 // A provider ID is no proof of ownership: a Machine of this cluster created
@@ -127,7 +147,7 @@ func TestGivenProviderIDOfAnotherIdentityFailsTheMachine(t *testing.T) {
 		if err := e.Client.Create(context.Background(), m); err != nil {
 			t.Fatal(err)
 		}
-		waitPhase(t, e, tc.machine, machinev1.PhaseFailed)
+		failedSaying(t, waitPhase(t, e, tc.machine, machinev1.PhaseFailed), "spec.providerID", s.UUID, tc.says)
 		waitEvent(t, e, tc.machine, "ServerNotOwned", "spec.providerID", s.UUID, tc.says)
 		deleteMachine(t, e, tc.machine)
 		waitGone(t, e, tc.machine, time.Minute)

@@ -27,6 +27,9 @@ type scope struct {
 	client  cloud.Client
 	view    *cloud.View
 	ref     cloud.MachineRef
+	// notOwned is set when the server the Machine records carries
+	// another identity (recordedServer).
+	notOwned error
 }
 
 // owner names a Machine as a user of its account.
@@ -218,6 +221,7 @@ func (s *scope) recordedServer(ctx context.Context, id string, hold bool) (*clou
 		return nil, err
 	}
 	if err := cloud.CheckOwned(s.ref, srv); err != nil {
+		s.notOwned = err
 		s.a.notOwned(ctx, s.machine, err)
 		if hold && s.a.verifiedID(s.machine) == id {
 			return nil, err

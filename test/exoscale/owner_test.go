@@ -87,7 +87,13 @@ func TestInstancesOfAnotherIdentityAreLeftAlone(t *testing.T) {
 		if err := e.Client.Create(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		waitPhase(t, e, tc.machine, machinev1.PhaseFailed)
+		// Failed by the provider, naming the field and why (not the
+		// machine controller's "can't find created instance").
+		m = waitPhase(t, e, tc.machine, machinev1.PhaseFailed)
+		if m.Status.ErrorReason == nil || *m.Status.ErrorReason != machinev1.InvalidConfigurationMachineError ||
+			m.Status.ErrorMessage == nil || !strings.Contains(*m.Status.ErrorMessage, "spec.providerID") || !strings.Contains(*m.Status.ErrorMessage, tc.says) {
+			t.Errorf("%s failed with %v: %v, want %s naming spec.providerID and saying %s", tc.machine, m.Status.ErrorReason, m.Status.ErrorMessage, machinev1.InvalidConfigurationMachineError, tc.says)
+		}
 		waitEvent(t, e, tc.machine, "ServerNotOwned", "spec.providerID", id, tc.says)
 	}
 	copied := fixture.Machine("copied", spec(nil))

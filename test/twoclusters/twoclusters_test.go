@@ -308,8 +308,14 @@ func twoClusters(t *testing.T, acc *account) {
 		}
 	}
 	untouched("after 10 minutes of A's janitor")
-	for _, n := range []string{"b-worker-0", "stolen"} {
-		a.waitPhase(t, n, machinev1.PhaseFailed)
+	// Failed by A's provider, saying which field names what (not the
+	// machine controller's "can't find created instance").
+	for n, says := range map[string]string{"b-worker-0": clusterLb, "stolen": "spec.providerID"} {
+		m := a.waitPhase(t, n, machinev1.PhaseFailed)
+		if m.Status.ErrorReason == nil || *m.Status.ErrorReason != machinev1.InvalidConfigurationMachineError ||
+			m.Status.ErrorMessage == nil || !strings.Contains(*m.Status.ErrorMessage, says) {
+			t.Errorf("A's Machine %s failed with %v: %v, want %s naming %s", n, m.Status.ErrorReason, m.Status.ErrorMessage, machinev1.InvalidConfigurationMachineError, says)
+		}
 	}
 	fixture.Eventually(t, time.Minute, "the copied MachineSet left alone (CapacityPublished=False, OtherCluster)", func() (bool, error) {
 		ms := &machinev1.MachineSet{}
