@@ -65,10 +65,11 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 		missing   *secretMissingError
 		sandbox   *userdata.SandboxError
 	)
-	if ze := cloud.ZoneOf(err); ze != "" && errors.As(err, &retryable) && !errors.As(err, &auth) {
+	if ze := cloud.ZoneOutage(err); ze != "" && errors.As(err, &retryable) && !errors.As(err, &auth) {
 		// One zone of the cloud fails, not the Machine: the event says
 		// which (and the Machine's condition, zoneUnavailable). Refused
-		// credentials are never a zone's: every zone checks the same key.
+		// credentials are never a zone's: every zone checks the same key;
+		// nor is a failure of every zone asked (ZoneOutage).
 		reason = "ZoneUnavailable"
 	}
 	switch {
@@ -162,10 +163,10 @@ func (a *Actuator) withWarnings(ctx context.Context, m *machinev1.Machine) conte
 const ConditionZone = "ZoneAvailable"
 
 // zoneUnavailable sets ConditionZone on a Machine whose lookup failed in
-// its zone only (cloud.ZoneError); record removes it once the server is
-// seen again.
+// its zone only, while other zones answered the same credentials
+// (cloud.ZoneOutage); record removes it once the server is seen again.
 func (a *Actuator) zoneUnavailable(ctx context.Context, m *machinev1.Machine, err error) {
-	zone := cloud.ZoneOf(err)
+	zone := cloud.ZoneOutage(err)
 	if zone == "" {
 		return
 	}

@@ -3,6 +3,7 @@ package actuator_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -25,8 +27,10 @@ import (
 // own writes do not wait on them: the machine controller's finalizers, the
 // provider's create intent, providerID, labels and annotations, so that
 // Machines admitted before still get their servers, and a deleted Machine
-// goes with its server. What the webhooks check still waits for them: a
-// new Machine, a change of a provider spec.
+// goes with its server; a MachineSet scaled up (the real MachineSet
+// controller) makes its Machine, which gets its server. What the webhooks
+// check still waits for them: a Machine made by hand, a change of a
+// provider spec.
 func TestMachineAPIWritesNeverWaitOnTheWebhooks(t *testing.T) {
 	for _, tc := range []struct {
 		cloud   string
@@ -82,6 +86,11 @@ func TestMachineAPIWritesNeverWaitOnTheWebhooks(t *testing.T) {
 			for _, name := range []string{"worker-a", "worker-b"} {
 				e.CreateMachine(t, name, string(specJSON))
 			}
+			// A MachineSet at 0 replicas, made while the webhooks answer.
+			ms := fixture.MachineSet("workers", string(specJSON))
+			if err := e.Client.Create(ctx, ms); err != nil {
+				t.Fatal(err)
+			}
 
 			// The webhook Deployment at 0 replicas.
 			stopHooks()
@@ -97,6 +106,32 @@ func TestMachineAPIWritesNeverWaitOnTheWebhooks(t *testing.T) {
 					t.Errorf("%s: providerID %v, %d servers: want its one server recorded", name, m.Spec.ProviderID, tc.servers(e, name))
 				}
 			}
+			// Scaling up (what the autoscaler does): the real MachineSet
+			// controller makes the Machine, and it gets its server.
+			e.StartMachineSetController(t)
+			if err := e.Client.Patch(ctx, ms, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))); err != nil {
+				t.Fatalf("scaling the MachineSet up while the webhooks do not answer: %v", err)
+			}
+			var made string
+			fixture.Eventually(t, 2*time.Minute, "the MachineSet's Machine made", func() (bool, error) {
+				var list machinev1.MachineList
+				if err := e.Client.List(ctx, &list, client.InNamespace(fixture.Namespace), client.MatchingLabels{"machine.openshift.io/cluster-api-machineset": "workers"}); err != nil {
+					return false, err
+				}
+				if len(list.Items) > 0 {
+					made = list.Items[0].Name
+				}
+				if made == "" {
+					got := &machinev1.MachineSet{}
+					err := e.Client.Get(ctx, client.ObjectKeyFromObject(ms), got)
+					return false, fmt.Errorf("no Machine yet; the MachineSet's status %+v (%v)", got.Status, err)
+				}
+				return true, nil
+			})
+			if m := e.WaitPhase(t, made, machinev1.PhaseProvisioned); m.Spec.ProviderID == nil || tc.servers(e, made) != 1 {
+				t.Errorf("%s (made by the MachineSet): providerID %v, %d servers: want its one server recorded", made, m.Spec.ProviderID, tc.servers(e, made))
+			}
+
 			e.DeleteMachine(t, "worker-b")
 			e.WaitMachineGone(t, "worker-b", 2*time.Minute)
 			if n := tc.servers(e, "worker-b"); n != 0 {

@@ -178,9 +178,17 @@ func NotPerformed(err error) bool {
 // not. It degrades the Machines of that zone only: the account's gate does
 // not close for it (Gate.Observe), and a list of a cluster's servers that
 // other zones answered is still an answer for their Machines.
+//
+// A failure is only taken for the zone's outage (ZoneOutage) when other
+// zones answered the same credentials lately (Confined): a failure of
+// every zone asked says nothing about any one of them (the credentials,
+// the network, the whole cloud), and is reported as the cloud's.
 type ZoneError struct {
 	Zone string
 	Err  error
+	// Confined says that other zones answered the same credentials
+	// lately: the failure is this zone's.
+	Confined bool
 }
 
 func (e *ZoneError) Error() string { return fmt.Sprintf("zone %s: %v", e.Zone, e.Err) }
@@ -231,7 +239,19 @@ func (e *PartialListError) Has(zone string) bool {
 	return false
 }
 
-// ZoneOf names the zone a failure is confined to, "" when it is not.
+// ZoneOutage names the zone whose outage a failure is: a ZoneError of a
+// zone that failed while others answered the same credentials (Confined);
+// "" for any other failure, one of every zone asked included.
+func ZoneOutage(err error) string {
+	var ze *ZoneError
+	if errors.As(err, &ze) && ze.Confined {
+		return ze.Zone
+	}
+	return ""
+}
+
+// ZoneOf names the zone whose endpoint a failure came from, "" when it is
+// none's (ZoneOutage says whether it is that zone's outage).
 func ZoneOf(err error) string {
 	var ze *ZoneError
 	if errors.As(err, &ze) {

@@ -30,8 +30,12 @@ func TestRefusedKeyIsCredentialsRefused(t *testing.T) {
 			e := env(t, emu.Config{})
 			secret(t, e, "refused-credentials", map[string]string{"api-key": tc.key, "api-secret": tc.secret})
 			h := e.Harness()
+			// notYet is a time no later than the first refusal: before
+			// the manager starts, then each time no request was made yet
+			// (taken before the count is read), so that the window below
+			// ends before the gate opens however late a poll runs.
+			notYet := time.Now()
 			startManager(t, e, manager.Options{ServerViewRefresh: time.Second})
-			var firstCall time.Time
 			for i := range 3 {
 				createMachine(t, e, fmt.Sprintf("worker-%d", i), spec(func(s map[string]any) {
 					s["credentialsSecret"] = map[string]string{"name": "refused-credentials"}
@@ -41,8 +45,8 @@ func TestRefusedKeyIsCredentialsRefused(t *testing.T) {
 				}))
 			}
 			fixture.Eventually(t, 60*time.Second, "a CredentialsRefused event on every Machine", func() (bool, error) {
-				if firstCall.IsZero() && h.Total() > 0 {
-					firstCall = time.Now()
+				if now := time.Now(); h.Total() == 0 {
+					notYet = now
 				}
 				for i := range 3 {
 					if !strings.Contains(fixture.EventText(e.Events(t, fmt.Sprintf("worker-%d", i))), "CredentialsRefused") {
@@ -54,9 +58,8 @@ func TestRefusedKeyIsCredentialsRefused(t *testing.T) {
 			sent, from := h.Total(), time.Now()
 			// Reconciles go on (the machine controller retries every
 			// Machine); the cloud hears nothing until the gate opens, 30 s
-			// after the first refusal (the window ends before that, with
-			// a margin for the time the first poll took to see a call).
-			time.Sleep(min(10*time.Second, max(0, time.Until(firstCall.Add(27*time.Second)))))
+			// after the first refusal (the window ends before that).
+			time.Sleep(min(10*time.Second, max(0, time.Until(notYet.Add(29*time.Second)))))
 			if n := h.Total() - sent; n > 0 {
 				t.Errorf("%d requests in the %s after the key was refused (%v), want none: the account's gate holds them",
 					n, time.Since(from).Round(time.Millisecond), h.Requests())

@@ -96,7 +96,14 @@ func (c *Client) call(ctx context.Context, op string, fn func(ctx context.Contex
 // account's gate holds an operation that zone refused back in that zone
 // only (cloud.WithZone).
 func (c *Client) zcall(ctx context.Context, zc *v3.Client, op string, fn func(ctx context.Context) error, reclassify ...func(error) error) error {
-	return c.call(cloud.WithZone(ctx, c.zones.zoneOfClient(zc)), op, fn, reclassify...)
+	zone := c.zones.zoneOfClient(zc)
+	err := c.call(cloud.WithZone(ctx, zone), op, fn, reclassify...)
+	if err == nil {
+		// The zone answered these credentials: another zone's failure
+		// meanwhile is that zone's (zoneRouting.othersAnswered).
+		c.zones.answeredCall(zone, c.now())
+	}
+	return err
 }
 
 // find looks items up in a catalog of the client (see cloud.Catalog).

@@ -135,3 +135,45 @@ func TestIdentityRefusedWhateverTheStatus(t *testing.T) {
 		t.Errorf("a 429 classified as refused credentials: %v", err)
 	}
 }
+
+// A zone outage is only ever reported for a zone that fails while others
+// answer the same credentials: when every zone asked fails alike, that is
+// the cloud's failure (or the network's), and no zone is named as down.
+func TestZoneOutageOnlyWhileOthersAnswer(t *testing.T) {
+	x := newEnv(t, emu.Config{})
+	// Machines in two zones, so that lists ask both.
+	x.spec(specJSON(map[string]any{"zone": "de-fra-1"}))
+	x.spec(specJSON(nil))
+	h := x.emu.Harness()
+	// Every zone fails.
+	if err := h.AddRule(harness.Rule{Route: "GET /v2/instance", ErrorRate: 1, ErrorStatus: http.StatusServiceUnavailable}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := x.c.ListServers(x.ctx, cloud.Selector{ClusterID: clusterID})
+	if err == nil || cloud.ZoneOf(err) == "" {
+		t.Fatalf("list with every zone failing: %v, want a zone's failure", err)
+	}
+	if z := cloud.ZoneOutage(err); z != "" {
+		t.Errorf("every zone failed, and zone %s is reported as down: %v", z, err)
+	}
+	if _, err := x.c.GetServer(x.ctx, "6a1b4f6e-0000-4000-8000-000000000000"); cloud.ZoneOutage(err) != "" {
+		t.Errorf("lookup with every zone failing: %v reported as zone %s's outage", err, cloud.ZoneOutage(err))
+	}
+
+	// Now de-fra-1 alone fails: the other zone answers the same
+	// credentials, so that is de-fra-1's outage.
+	if err := h.SetRules([]harness.Rule{{Route: "GET /v2/instance", Zone: "de-fra-1", ErrorRate: 1, ErrorStatus: http.StatusServiceUnavailable}}); err != nil {
+		t.Fatal(err)
+	}
+	// Past the zones' wait after their failure, so that both are asked.
+	later := time.Now().Add(2 * time.Minute)
+	x.c.now = func() time.Time { return later }
+	servers, err := x.c.ListServers(x.ctx, cloud.Selector{ClusterID: clusterID})
+	var partial *cloud.PartialListError
+	if !errors.As(err, &partial) || !slices.Equal(partial.Zones(), []string{"de-fra-1"}) || servers == nil {
+		t.Fatalf("list with de-fra-1 failing: %v, want ch-gva-2's servers and de-fra-1's failure", err)
+	}
+	if z := cloud.ZoneOutage(err); z != "de-fra-1" {
+		t.Errorf("de-fra-1 failed while ch-gva-2 answered: %v reported as zone %q's outage, want de-fra-1's", err, z)
+	}
+}

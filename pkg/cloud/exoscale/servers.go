@@ -142,7 +142,7 @@ func (c *Client) listEachZone(ctx context.Context, zones []string, filter map[st
 			default:
 				err := r.err
 				if cut {
-					err = &cloud.ZoneError{Zone: r.zone, Err: &cloud.RetryableError{Err: fmt.Errorf("%s instance.list: zone %s did not answer within %s of the other zones", displayName, r.zone, stragglerWait)}}
+					err = &cloud.ZoneError{Zone: r.zone, Confined: true, Err: &cloud.RetryableError{Err: fmt.Errorf("%s instance.list: zone %s did not answer within %s of the other zones", displayName, r.zone, stragglerWait)}}
 				}
 				failed = append(failed, c.zones.failed(r.zone, err, c.now()))
 			}
@@ -155,6 +155,11 @@ func (c *Client) listEachZone(ctx context.Context, zones []string, filter map[st
 			cut, straggle = true, nil
 			cancel()
 		}
+	}
+	for i, f := range failed {
+		// A zone that failed before the others of this list answered
+		// is no less confined for it.
+		failed[i] = c.confined(f)
 	}
 	slices.SortFunc(failed, func(a, b *cloud.ZoneError) int { return strings.Compare(a.Zone, b.Zone) })
 	return lists, failed, keyErr
@@ -171,7 +176,7 @@ func refusedKey(err error) bool {
 func (c *Client) listZone(ctx context.Context, zone string, filter map[string]string) ([]v3.ListInstancesResponseInstances, error) {
 	zc, err := c.zoneClient(ctx, zone)
 	if err != nil {
-		return nil, &cloud.ZoneError{Zone: zone, Err: err}
+		return nil, c.confined(&cloud.ZoneError{Zone: zone, Err: err})
 	}
 	var list []v3.ListInstancesResponseInstances
 	err = c.zcall(ctx, zc, "instance.list", func(ctx context.Context) error {
@@ -180,7 +185,7 @@ func (c *Client) listZone(ctx context.Context, zone string, filter map[string]st
 			list = resp.Instances
 		}
 		return err
-	}, inZone(zone))
+	}, c.inZone(zone))
 	return list, err
 }
 
@@ -188,13 +193,15 @@ func (c *Client) listZone(ctx context.Context, zone string, filter map[string]st
 // (cloud.ZoneError), before the account's gate sees them; but not a refusal
 // of the key itself (cloud.AuthError): every zone checks the same key, so
 // that is the account's, never a zone's outage.
-func inZone(zone string) func(error) error {
+// It is the zone's outage (Confined) only when other zones answered the
+// same credentials lately.
+func (c *Client) inZone(zone string) func(error) error {
 	return func(err error) error {
 		var auth *cloud.AuthError
 		if err == nil || cloud.ZoneOf(err) != "" || errors.As(err, &auth) {
 			return err
 		}
-		return &cloud.ZoneError{Zone: zone, Err: err}
+		return c.confined(&cloud.ZoneError{Zone: zone, Err: err})
 	}
 }
 
@@ -245,7 +252,7 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 			// Its list just failed: asking it would cost its timeout
 			// (and the read retries) for the failure the list got.
 			if zoneErr == nil {
-				zoneErr = ze
+				zoneErr = c.confined(ze)
 			}
 			continue
 		}
@@ -278,13 +285,13 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 func (c *Client) getInstance(ctx context.Context, zone, id string) (*instance, error) {
 	zc, err := c.zoneClient(ctx, zone)
 	if err != nil {
-		return nil, &cloud.ZoneError{Zone: zone, Err: err}
+		return nil, c.confined(&cloud.ZoneError{Zone: zone, Err: err})
 	}
 	var inst *v3.Instance
 	err = c.zcall(ctx, zc, "instance.get", func(ctx context.Context) (err error) {
 		inst, err = zc.GetInstance(ctx, v3.UUID(id))
 		return err
-	}, inZone(zone))
+	}, c.inZone(zone))
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +412,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	err := c.zcall(ctx, r.zone, "instance.create", func(ctx context.Context) (err error) {
 		op, err = r.zone.CreateInstance(ctx, req)
 		return err
-	}, append(reclassify, inZone(p.Zone))...)
+	}, append(reclassify, c.inZone(p.Zone))...)
 	if err != nil {
 		return nil, err
 	}
@@ -491,7 +498,7 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 	err = c.zcall(ctx, zc, "instance.delete", func(ctx context.Context) (err error) {
 		op, err = zc.DeleteInstance(ctx, v3.UUID(s.ID))
 		return err
-	}, inZone(d.Zone))
+	}, c.inZone(d.Zone))
 	if err != nil && !cloud.IsNotFound(err) {
 		return err
 	}

@@ -102,6 +102,9 @@ type zoneRouting struct {
 	clients map[string]*v3.Client
 	// clientZone is the zone of each client of clients.
 	clientZone map[*v3.Client]string
+	// answers is when each zone's endpoint last answered a call of the
+	// client's credentials (zcall).
+	answers map[string]time.Time
 	// used are the zones the client created, found or was asked about
 	// instances in.
 	used *zoneSet
@@ -116,6 +119,7 @@ type zoneRouting struct {
 func (r *zoneRouting) init() {
 	r.clients = map[string]*v3.Client{}
 	r.clientZone = map[*v3.Client]string{}
+	r.answers = map[string]time.Time{}
 	r.used = newZoneSet()
 	r.instance = map[string]string{}
 	r.swept = map[string]time.Time{}
@@ -155,6 +159,47 @@ func (r *zoneRouting) failed(zone string, err error, now time.Time) *cloud.ZoneE
 	}
 	d.err, d.until = ze, now.Add(wait)
 	return ze
+}
+
+// answerShowsCredentials is how long a zone's answer shows that the
+// credentials work, so that another zone's failure meanwhile is that
+// zone's outage: longer than the full sweep, which asks every zone.
+const answerShowsCredentials = 2 * fullSweepEvery
+
+// answeredCall records a call the zone's endpoint answered.
+func (r *zoneRouting) answeredCall(zone string, now time.Time) {
+	if zone == "" {
+		return
+	}
+	r.mu.Lock()
+	r.answers[zone] = now
+	r.mu.Unlock()
+}
+
+// othersAnswered reports whether a zone other than zone answered the
+// client's credentials lately: then zone's failure is confined to it
+// (cloud.ZoneError.Confined), a zone outage. A failure of every zone
+// asked is none's.
+func (r *zoneRouting) othersAnswered(zone string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for z, at := range r.answers {
+		if z != zone && now.Sub(at) < answerShowsCredentials {
+			return true
+		}
+	}
+	return false
+}
+
+// confined is ze, marked Confined when other zones answered the
+// credentials lately (a copy: ze may be shared).
+func (c *Client) confined(ze *cloud.ZoneError) *cloud.ZoneError {
+	if ze == nil || ze.Confined || !c.zones.othersAnswered(ze.Zone, c.now()) {
+		return ze
+	}
+	cp := *ze
+	cp.Confined = true
+	return &cp
 }
 
 // answered records a zone that listed again.
