@@ -39,7 +39,7 @@ func TestMachineAPIWritesNeverWaitOnTheWebhooks(t *testing.T) {
 	}{
 		{fixture.Cloudscale, map[string]any{
 			"apiVersion": "machine.appuio.io/v1beta1", "kind": "CloudscaleMachineProviderSpec",
-			"zone": "rma1", "flavor": "flex-8-4", "image": "custom:rhcos-4.19", "userDataSecret": map[string]string{"name": "worker-user-data"},
+			"zone": "rma1", "flavor": "flex-8-4", "image": "custom:rhcos-4.19", "userDataSecret": map[string]string{"name": "worker-user-data"}, "interfaces": []map[string]string{{"type": "Public"}},
 		}, func(e *fixture.Env, machine string) int {
 			n := 0
 			for _, s := range e.Emulator.Servers() {

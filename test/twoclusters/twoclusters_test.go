@@ -100,7 +100,7 @@ func cloudscaleAccount(t *testing.T) *account {
 		return cscloud.New(cscloud.Options{BaseURL: srv.URL + "/", DefaultToken: token,
 			HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: fixture.ByWriter(who, nil)}})
 	}
-	a.spec = `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":50}`
+	a.spec = `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"interfaces":[{"type":"Public"}]}`
 	a.server = func(t *testing.T, name, cluster, machine string) string {
 		t.Helper()
 		c := cscloudSDK(srv.URL+"/", token)
