@@ -603,15 +603,17 @@ func TestRBACLeastPrivilege(t *testing.T) {
 				t.Errorf("config/%s: ClusterRoleBinding %s: no ClusterRole %s", k, b.Name, b.RoleRef.Name)
 			}
 		}
-		// The deployer is confined to its namespace, but for reading three
+		// The deployer is confined to its namespace, but for reading four
 		// cluster-wide objects: the Proxy named cluster, the
-		// ClusterVersion named version and the APIServer named cluster.
-		readable := map[string]string{"proxies": "cluster", "clusterversions": "version", "apiservers": deployer.APIServerName}
+		// ClusterVersion named version, the Infrastructure named cluster
+		// (the cluster's identity, clusterid.go) and the APIServer named
+		// cluster.
+		readable := map[string]string{"proxies": "cluster", "clusterversions": "version", "infrastructures": deployer.InfrastructureName, "apiservers": deployer.APIServerName}
 		for _, rule := range r.rulesOf(DeployerSA)[""] {
 			if !slices.Equal(rule.APIGroups, []string{"config.openshift.io"}) || len(rule.Resources) != 1 ||
 				!slices.Equal(rule.ResourceNames, []string{readable[rule.Resources[0]]}) ||
 				slices.ContainsFunc(rule.Verbs, func(v string) bool { return !slices.Contains([]string{"get", "list", "watch"}, v) }) {
-				t.Errorf("config/%s: the deployer has the cluster-wide rule %+v; it may only read the Proxy, the ClusterVersion and the APIServer", k, rule)
+				t.Errorf("config/%s: the deployer has the cluster-wide rule %+v; it may only read the Proxy, the ClusterVersion, the Infrastructure and the APIServer", k, rule)
 			}
 		}
 		checkReleasePermissions(t, k, r, controllersSA(t, objs))
