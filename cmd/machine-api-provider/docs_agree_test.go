@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,19 +14,26 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 )
 
-// TestDocsAgreeOnSupportedReleases: every "OpenShift 4.x to 4.y" of the
+// TestDocsAgreeOnSupportedReleases: every "OpenShift x.y to x.y" of the
 // README, the changelog and docs/ is the range of releases.go's supported
 // releases, and the README names it too: the changelog once said 4.14 to
-// 4.21 while support.md said 4.16 to 4.21.
+// 4.21 while support.md said 4.16 to 4.21. The range may cross a major
+// release (4.16 to 5.0).
 func TestDocsAgreeOnSupportedReleases(t *testing.T) {
 	root := repoRoot(t)
-	var supported []int
+	var supported []deployer.Release
 	for _, r := range deployer.Releases {
 		if r.Supported {
-			supported = append(supported, r.Minor)
+			supported = append(supported, r)
 		}
 	}
-	want := fmt.Sprintf("4.%d to 4.%d", slices.Min(supported), slices.Max(supported))
+	if len(supported) == 0 {
+		t.Fatal("releases.go supports no release")
+	}
+	order := func(a, b deployer.Release) int {
+		return cmp.Or(cmp.Compare(a.Major, b.Major), cmp.Compare(a.Minor, b.Minor))
+	}
+	want := fmt.Sprintf("%s to %s", slices.MinFunc(supported, order), slices.MaxFunc(supported, order))
 	files := []string{"README.md", "CHANGELOG.md"}
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	for _, d := range docs {
@@ -37,7 +45,7 @@ func TestDocsAgreeOnSupportedReleases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range regexp.MustCompile(`OpenShift (4\.\d+ to 4\.\d+)`).FindAllStringSubmatch(string(b), -1) {
+		for _, m := range regexp.MustCompile(`OpenShift (\d+\.\d+ to \d+\.\d+)`).FindAllStringSubmatch(string(b), -1) {
 			claims++
 			if m[1] != want {
 				t.Errorf("%s says OpenShift %s; releases.go supports %s", f, m[1], want)
