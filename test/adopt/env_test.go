@@ -109,6 +109,9 @@ type env struct {
 	takeOver string
 	// caRotations counts rotateCA's rotations.
 	caRotations int
+	// made are the Nodes the test made (node), as Terraform's nodes have
+	// them.
+	made map[string]bool
 }
 
 // start starts the cluster whose identity, its infrastructureName, is
@@ -227,12 +230,63 @@ func (e *env) node(name, providerID string, roles []string, ips ...string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if e.made == nil {
+		e.made = map[string]bool{}
+	}
+	e.made[name] = true
 	// The API server may drop the status of a create; a merge patch of the
 	// status subresource does not conflict with kwok's heartbeats.
 	base := n.DeepCopy()
 	n.Status.Addresses = addrs
 	if err := e.Client.Status().Patch(e.ctx, n, client.MergeFrom(base)); err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+// dropSimulatedTwins deletes the Nodes the boot simulation registered for
+// servers the test made a Node for: a look at the Nodes it took just before
+// the test's Node was made (a server running before the test got to it, on
+// a busy host) has it register a second Node for the server, named as the
+// server, which the machine controller could then link the Machine to. A
+// kubelet registers one Node; the twin shares the test's Node's provider
+// ID or an address. Call it once the servers run: the simulation registers
+// no Node for a server whose Node it sees.
+func (e *env) dropSimulatedTwins() {
+	e.t.Helper()
+	var list corev1.NodeList
+	if err := e.Client.List(e.ctx, &list); err != nil {
+		e.t.Fatal(err)
+	}
+	ours := map[string]bool{}
+	for _, n := range list.Items {
+		if !e.made[n.Name] {
+			continue
+		}
+		if n.Spec.ProviderID != "" {
+			ours[n.Spec.ProviderID] = true
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				ours[a.Address] = true
+			}
+		}
+	}
+	for i := range list.Items {
+		n := &list.Items[i]
+		if e.made[n.Name] {
+			continue
+		}
+		twin := n.Spec.ProviderID != "" && ours[n.Spec.ProviderID]
+		for _, a := range n.Status.Addresses {
+			twin = twin || a.Type == corev1.NodeInternalIP && ours[a.Address]
+		}
+		if !twin {
+			continue
+		}
+		e.t.Logf("the boot simulation registered Node %s for a server the test made Node for: deleted", n.Name)
+		if err := e.Client.Delete(e.ctx, n); err != nil && !apierrors.IsNotFound(err) {
+			e.t.Fatal(err)
+		}
 	}
 }
 
