@@ -221,7 +221,7 @@ func TestAdoptCloudscale(t *testing.T) {
 		// Terraform's (adopt retags nothing Terraform keeps), and the plan
 		// names the cluster_id that makes them the provider's.
 		"left alone: Terraform keeps the masters in its state", `tagged them with its cluster_id "` + csClusterID + `"`, `cluster_id = "` + csInfraName + `"`,
-		"no ControlPlaneMachineSet: Terraform keeps the masters",
+		"no ControlPlaneMachineSet: the masters are left alone",
 	} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, plan)
