@@ -30,7 +30,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	configv1 "github.com/openshift/api/config/v1"
-	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -423,30 +422,6 @@ func (e *env) machineSetOwns(name string, machines ...string) *machinev1beta1.Ma
 		}
 	}
 	return &ms
-}
-
-// cpms reads the ControlPlaneMachineSet and checks that its template is
-// each master's spec byte for byte.
-func (e *env) cpms(masters ...string) *machinev1.ControlPlaneMachineSet {
-	e.t.Helper()
-	var c machinev1.ControlPlaneMachineSet
-	if err := e.kube.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: "cluster"}, &c); err != nil {
-		e.t.Fatalf("ControlPlaneMachineSet: %v", err)
-	}
-	if c.Spec.State != machinev1.ControlPlaneMachineSetStateInactive {
-		e.t.Errorf("ControlPlaneMachineSet state %q, want Inactive", c.Spec.State)
-	}
-	tpl := c.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value.Raw
-	for _, name := range masters {
-		m := e.machine(name)
-		if !bytes.Equal(m.Spec.ProviderSpec.Value.Raw, tpl) {
-			e.t.Errorf("master %s's spec differs from the ControlPlaneMachineSet's template:\n%s\n%s", name, m.Spec.ProviderSpec.Value.Raw, tpl)
-		}
-		if len(m.Spec.LifecycleHooks.PreDrain) != 1 || m.Spec.LifecycleHooks.PreDrain[0].Name != adopt.MasterHook {
-			e.t.Errorf("master %s: pre-drain hooks %+v, want %s", name, m.Spec.LifecycleHooks.PreDrain, adopt.MasterHook)
-		}
-	}
-	return &c
 }
 
 // scale sets a MachineSet's replicas.
