@@ -87,16 +87,19 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 		hex, role, flavor string
 		adoptable         bool
 	}
-	// The masters as the module makes them with make_master_adoptable_by_provider
-	// = true (docs/adopt.md: Terraform keeps them, and writes their tags
-	// itself); the workers and infra nodes without
-	// make_worker_adoptable_by_provider: adopt tags them.
+	// Every node as the module makes it with make_master_adoptable_by_provider
+	// and make_worker_adoptable_by_provider = true: tagged with the
+	// provider's keys and the module's cluster_id, which is not the
+	// cluster's identity. adopt --take-over-cluster-id retags the workers
+	// and infra nodes (handed over to the provider); the masters stay
+	// Terraform's (docs/adopt.md: Terraform keeps them, and would set the
+	// module's cluster_id back).
 	for _, n := range []node{
 		{"master-1a2b", "master", "plus-16-4", true}, {"master-3c4d", "master", "plus-16-4", true}, {"master-5e6f", "master", "plus-16-4", true},
-		{"worker-0a1b", "worker", "plus-16-4", false}, {"worker-2c3d", "worker", "plus-16-4", false}, {"worker-4e5f", "worker", "plus-16-4", false},
+		{"worker-0a1b", "worker", "plus-16-4", true}, {"worker-2c3d", "worker", "plus-16-4", true}, {"worker-4e5f", "worker", "plus-16-4", true},
 		// Resized by hand in the control panel since: left alone.
-		{"worker-ffff", "worker", "flex-8-4", false},
-		{"infra-7a8b", "infra", "plus-16-4", false}, {"infra-9c0d", "infra", "plus-16-4", false},
+		{"worker-ffff", "worker", "flex-8-4", true},
+		{"infra-7a8b", "infra", "plus-16-4", true}, {"infra-9c0d", "infra", "plus-16-4", true},
 	} {
 		config := "worker"
 		if n.role == "master" {
@@ -177,13 +180,20 @@ func TestAdoptCloudscale(t *testing.T) {
 		t.Errorf("--cluster-id %s on cluster %s: %v, want a refusal naming --take-over-cluster-id", csClusterID, csInfraName, err)
 	}
 	// Without --take-over-cluster-id, the servers the module tagged with
-	// its cluster_id are another cluster's: left alone.
+	// its cluster_id are another cluster's: left alone, every one.
 	var out bytes.Buffer
 	p0, err := e.adopter(prov, "", &out).Plan(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p0.Print(&out, false)
+	for _, g := range p0.Groups {
+		for _, m := range g.Members {
+			if m.Action != adopt.ActMisfit {
+				t.Errorf("without --take-over-cluster-id: %s is %q, want it left alone", m.Found.Name, m.Action)
+			}
+		}
+	}
 	if !strings.Contains(out.String(), "--take-over-cluster-id "+csClusterID+" takes such servers over") {
 		t.Errorf("the plan without --take-over-cluster-id does not say how to take the module's servers over:\n%s", out.String())
 	}
