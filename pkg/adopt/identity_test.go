@@ -167,7 +167,9 @@ func TestRerunCountsEveryMachineItMade(t *testing.T) {
 	e.node("worker-0a1b")
 	e.node("worker-2c3d")
 	group := idInfraName + "-worker-rma1"
-	spec := `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"plus-16-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":100}`
+	// The servers have a public interface only, and say so: a cloudscale.ch
+	// spec without interfaces is refused.
+	spec := `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"plus-16-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":100,"interfaces":[{"type":"Public"}]}`
 	for _, name := range []string{"worker-0a1b", "worker-2c3d", "worker-4e5f"} {
 		pid := "cloudscale://" + e.servers[name].UUID
 		m := &machinev1beta1.Machine{
@@ -193,6 +195,9 @@ func TestRerunCountsEveryMachineItMade(t *testing.T) {
 		}
 	}
 	if g == nil || g.MachineSet == nil {
+		if g != nil {
+			t.Logf("the group: blocked %q", g.Blocked)
+		}
 		t.Fatalf("no MachineSet planned for %s: %+v", group, p.Groups)
 	}
 	if n := *g.MachineSet.Spec.Replicas; n != 3 {

@@ -140,7 +140,8 @@ func (a *Adopter) planCPMS(g *Group, cl *cluster) error {
 		return nil
 	}
 	if g.Blocked != "" {
-		g.CPMSNote = "no ControlPlaneMachineSet: " + g.Blocked
+		// Why is the line above it: the plan prints the reason once.
+		g.CPMSNote = "no ControlPlaneMachineSet: the masters are left alone"
 		return nil
 	}
 	for _, m := range g.Members {

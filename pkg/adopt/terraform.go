@@ -39,12 +39,25 @@ func (a *Adopter) leaveToTerraform(g *Group) {
 }
 
 // masterIdentityHint says how a cluster's masters get the identity from
-// Terraform itself, per cloud.
-func masterIdentityHint(cloudName, clusterID string) string {
-	if cloudName == "cloudscale" {
-		return fmt.Sprintf("set make_master_adoptable_by_provider = true (and cluster_id = %q) in terraform-openshift4-cloudscale and terraform apply: the module then tags them itself; run adopt again", clusterID)
+// Terraform itself, per cloud. The cloudscale.ch module tags them with its
+// cluster_id variable (modules/node-group/main.tf), which the provider
+// takes for their cluster only when it is the cluster's identity, the
+// infrastructureName: taggedAs is the other cluster ID the module tagged
+// them with ("" when it tagged them not at all). adopt never retags them
+// itself (--take-over-cluster-id included): the next terraform apply would
+// set the module's cluster_id again, and terraform plan would not be clean.
+// cluster_id names more in the module (main.tf: the private network, the
+// nodes' domain when cluster_name is empty; lb.tf: the load balancers),
+// hence the plan to check.
+func masterIdentityHint(cloudName, clusterID, taggedAs string) string {
+	if cloudName != "cloudscale" {
+		return "the Exoscale module sets no labels on them, and terraform apply would remove the ones adopt set"
 	}
-	return "the Exoscale module sets no labels on them, and terraform apply would remove the ones adopt set"
+	const check = "cluster_id also names the module's private network and load balancers, and its nodes' domain unless cluster_name is set: check terraform plan"
+	if taggedAs != "" {
+		return fmt.Sprintf("the module tagged them with its cluster_id %q, not the cluster's identity, and adopt does not retag what Terraform keeps; they become the provider's when the module tags them with cluster_id = %q and terraform apply (%s), then run adopt again; else they stay Terraform's", taggedAs, clusterID, check)
+	}
+	return fmt.Sprintf("set make_master_adoptable_by_provider = true and cluster_id = %q in terraform-openshift4-cloudscale and terraform apply (%s): the module then tags them itself; run adopt again", clusterID, check)
 }
 
 // keepTerraformMasters leaves a master group alone unless every master it
@@ -54,10 +67,14 @@ func (a *Adopter) keepTerraformMasters(g *Group) {
 		return
 	}
 	var missing []string
+	taggedAs := ""
 	for _, m := range g.Members {
 		f := m.Found
 		if m.Action == ActAdopt && (f.ClusterID != a.o.ClusterID || f.Machine != m.MachineName) {
 			missing = append(missing, m.MachineName)
+			if f.ClusterID != "" && f.ClusterID != a.o.ClusterID {
+				taggedAs = f.ClusterID
+			}
 		}
 	}
 	if len(missing) == 0 {
@@ -68,7 +85,7 @@ func (a *Adopter) keepTerraformMasters(g *Group) {
 		verb = "do"
 	}
 	g.Blocked = fmt.Sprintf("Terraform keeps the masters in its state, and %s %s not carry the provider's identity: adopt writes nothing Terraform keeps (%s)",
-		joinNames(missing), verb, masterIdentityHint(a.cloud.Name(), a.o.ClusterID))
+		joinNames(missing), verb, masterIdentityHint(a.cloud.Name(), a.o.ClusterID, taggedAs))
 	for _, m := range g.Members {
 		if m.Action == ActAdopt {
 			m.Action = ActMisfit

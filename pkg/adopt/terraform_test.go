@@ -33,8 +33,19 @@ func TestTerraformKeeps(t *testing.T) {
 	}
 	untagged := &Group{Master: true, Members: []*Member{master(true), master(false)}}
 	a.keepTerraformMasters(untagged)
-	if !strings.Contains(untagged.Blocked, "make_master_adoptable_by_provider") || untagged.Members[1].Action != ActMisfit {
+	if !strings.Contains(untagged.Blocked, `make_master_adoptable_by_provider = true and cluster_id = "c1"`) || untagged.Members[1].Action != ActMisfit {
 		t.Errorf("masters, one untagged: %q, %v", untagged.Blocked, untagged.Members[1].Action)
+	}
+	// The module tagged them with its cluster_id, another than the
+	// cluster's identity (adopt --take-over-cluster-id): they stay
+	// Terraform's, and the plan names the cluster_id the module must have.
+	a.o.TakeOverClusterID = "c0"
+	other := master(true)
+	other.Found.ClusterID = "c0"
+	takenOver := &Group{Master: true, Members: []*Member{other}}
+	a.keepTerraformMasters(takenOver)
+	if !strings.Contains(takenOver.Blocked, `its cluster_id "c0"`) || !strings.Contains(takenOver.Blocked, `cluster_id = "c1"`) || takenOver.Members[0].Action != ActMisfit {
+		t.Errorf("masters the module tagged with its cluster_id c0: %q, %v", takenOver.Blocked, takenOver.Members[0].Action)
 	}
 	tagged := &Group{Master: true, Members: []*Member{master(true)}}
 	a.keepTerraformMasters(tagged)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,16 +87,19 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 		hex, role, flavor string
 		adoptable         bool
 	}
-	// The masters as the module makes them with make_master_adoptable_by_provider
-	// = true (docs/adopt.md: Terraform keeps them, and writes their tags
-	// itself); the workers and infra nodes without
-	// make_worker_adoptable_by_provider: adopt tags them.
+	// Every node as the module makes it with make_master_adoptable_by_provider
+	// and make_worker_adoptable_by_provider = true: tagged with the
+	// provider's keys and the module's cluster_id, which is not the
+	// cluster's identity. adopt --take-over-cluster-id retags the workers
+	// and infra nodes (handed over to the provider); the masters stay
+	// Terraform's (docs/adopt.md: Terraform keeps them, and would set the
+	// module's cluster_id back).
 	for _, n := range []node{
 		{"master-1a2b", "master", "plus-16-4", true}, {"master-3c4d", "master", "plus-16-4", true}, {"master-5e6f", "master", "plus-16-4", true},
-		{"worker-0a1b", "worker", "plus-16-4", false}, {"worker-2c3d", "worker", "plus-16-4", false}, {"worker-4e5f", "worker", "plus-16-4", false},
+		{"worker-0a1b", "worker", "plus-16-4", true}, {"worker-2c3d", "worker", "plus-16-4", true}, {"worker-4e5f", "worker", "plus-16-4", true},
 		// Resized by hand in the control panel since: left alone.
-		{"worker-ffff", "worker", "flex-8-4", false},
-		{"infra-7a8b", "infra", "plus-16-4", false}, {"infra-9c0d", "infra", "plus-16-4", false},
+		{"worker-ffff", "worker", "flex-8-4", true},
+		{"infra-7a8b", "infra", "plus-16-4", true}, {"infra-9c0d", "infra", "plus-16-4", true},
 	} {
 		config := "worker"
 		if n.role == "master" {
@@ -153,6 +157,7 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 		err := e.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap." + csDomain}})
 		return err == nil, fmt.Sprint(err)
 	})
+	e.dropSimulatedTwins()
 	// What OpenShift has: the root CA the machine config server's
 	// certificate chains to.
 	if err := e.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "root-ca"}, Data: map[string]string{"ca.crt": fakeCA}}); err != nil {
@@ -175,13 +180,20 @@ func TestAdoptCloudscale(t *testing.T) {
 		t.Errorf("--cluster-id %s on cluster %s: %v, want a refusal naming --take-over-cluster-id", csClusterID, csInfraName, err)
 	}
 	// Without --take-over-cluster-id, the servers the module tagged with
-	// its cluster_id are another cluster's: left alone.
+	// its cluster_id are another cluster's: left alone, every one.
 	var out bytes.Buffer
 	p0, err := e.adopter(prov, "", &out).Plan(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p0.Print(&out, false)
+	for _, g := range p0.Groups {
+		for _, m := range g.Members {
+			if m.Action != adopt.ActMisfit {
+				t.Errorf("without --take-over-cluster-id: %s is %q, want it left alone", m.Found.Name, m.Action)
+			}
+		}
+	}
 	if !strings.Contains(out.String(), "--take-over-cluster-id "+csClusterID+" takes such servers over") {
 		t.Errorf("the plan without --take-over-cluster-id does not say how to take the module's servers over:\n%s", out.String())
 	}
@@ -213,8 +225,13 @@ func TestAdoptCloudscale(t *testing.T) {
 		"Servers tagged as cluster " + csClusterID + "'s are taken over",
 		"worker-ffff." + csDomain, "left alone: flavor (flex-8-4; the group's plus-16-4)",
 		"bootstrap." + csDomain, "no Node runs on it",
-		"takes over worker-group (4 servers)", "ControlPlaneMachineSet (Inactive)", "MachineSet (3 replicas)", "MachineSet (2 replicas)",
+		"takes over worker-group (4 servers)", "MachineSet (3 replicas)", "MachineSet (2 replicas)",
 		"the masters' group stays Terraform's", `serverGroups=["` + w.groups["master"] + `"]`,
+		// The module tagged the masters with its cluster_id: they stay
+		// Terraform's (adopt retags nothing Terraform keeps), and the plan
+		// names the cluster_id that makes them the provider's.
+		"left alone: Terraform keeps the masters in its state", `tagged them with its cluster_id "` + csClusterID + `"`, `cluster_id = "` + csInfraName + `"`,
+		"no ControlPlaneMachineSet: the masters are left alone",
 	} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, plan)
@@ -244,23 +261,30 @@ func TestAdoptCloudscale(t *testing.T) {
 		}
 	}
 	for name, s := range w.servers {
-		switch name {
-		case "bootstrap", "worker-ffff":
+		switch {
+		case name == "bootstrap", name == "worker-ffff", strings.HasPrefix(name, "master-"):
 			continue
 		}
 		e.assertAdopted(name, "cloudscale://"+s.UUID, name)
 	}
 	for _, name := range []string{"master-1a2b", "worker-0a1b", "infra-7a8b"} {
 		got, err := w.c.Servers.Get(e.ctx, w.servers[name].UUID)
-		if err != nil || got.Tags[v1beta1.TagMachineName] != name || got.Tags[v1beta1.TagClusterID] != csInfraName {
-			t.Errorf("server %s tags %v (%v)", name, got.Tags, err)
+		// The masters keep the module's tags.
+		want := csInfraName
+		if strings.HasPrefix(name, "master-") {
+			want = csClusterID
+		}
+		if err != nil || got.Tags[v1beta1.TagMachineName] != name || got.Tags[v1beta1.TagClusterID] != want {
+			t.Errorf("server %s tags %v (%v), want cluster %s's", name, got.Tags, err, want)
 		}
 		if got.Flavor.Slug != w.servers[name].Flavor.Slug || got.Status != "running" {
 			t.Errorf("server %s changed: %s %s", name, got.Flavor.Slug, got.Status)
 		}
 	}
-	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: "worker-ffff"}, &machinev1beta1.Machine{}); err == nil {
-		t.Errorf("the misfit worker-ffff got a Machine")
+	for _, name := range []string{"worker-ffff", "master-1a2b", "master-3c4d", "master-5e6f"} {
+		if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: name}, &machinev1beta1.Machine{}); err == nil {
+			t.Errorf("%s, left alone, got a Machine", name)
+		}
 	}
 	g, err := w.c.ServerGroups.Get(e.ctx, w.groups["worker"])
 	if err != nil || g.Tags[v1beta1.TagAntiAffinityKey] != "worker" || g.Tags[v1beta1.TagClusterID] != csInfraName || len(g.Servers) != 4 {
@@ -268,7 +292,10 @@ func TestAdoptCloudscale(t *testing.T) {
 	}
 	e.machineSetOwns(csInfraName+"-worker-rma1", "worker-0a1b", "worker-2c3d", "worker-4e5f")
 	e.machineSetOwns(csInfraName+"-infra-rma1", "infra-7a8b", "infra-9c0d")
-	e.cpms("master-1a2b", "master-3c4d", "master-5e6f")
+	var cpms machinev1.ControlPlaneMachineSetList
+	if err := e.kube.List(e.ctx, &cpms, client.InNamespace(demo.Namespace)); err != nil || len(cpms.Items) != 0 {
+		t.Errorf("ControlPlaneMachineSets: %d (%v), want none: the masters stay Terraform's", len(cpms.Items), err)
+	}
 	var secret corev1.Secret
 	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: csInfraName + "-worker-rma1-user-data"}, &secret); err != nil ||
 		!strings.Contains(string(secret.Data["baseIgnition"]), "https://api-int."+csDomain+":22623/config/worker") {
@@ -286,7 +313,7 @@ func TestAdoptCloudscale(t *testing.T) {
 	}
 	for _, g := range p2.Groups {
 		for _, m := range g.Members {
-			if m.Action != adopt.ActAdopted && m.Found.Name != "worker-ffff."+csDomain {
+			if m.Action != adopt.ActAdopted && m.Found.Name != "worker-ffff."+csDomain && !g.Master {
 				t.Errorf("second run: %s is %q", m.Found.Name, m.Action)
 			}
 		}
@@ -297,8 +324,8 @@ func TestAdoptCloudscale(t *testing.T) {
 
 	// The adopted MachineSet scales like any other.
 	e.scalesLikeAnyOther(csInfraName+"-worker-rma1", 3, "POST /v1/servers", "DELETE /v1/servers/{uuid}", "api-int."+csDomain+":22623", e.cloudscaleUserData)
-	if !slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && g.CPMS != nil }) {
-		t.Errorf("no ControlPlaneMachineSet planned")
+	if slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && (g.CPMS != nil || g.Blocked == "") }) {
+		t.Errorf("the masters, which Terraform keeps, were planned to be adopted")
 	}
 	// What Terraform keeps is as the module wrote it.
 	kept.agrees(t)
@@ -306,7 +333,7 @@ func TestAdoptCloudscale(t *testing.T) {
 	// Leaving without losing a node: adopt --undo and adopt again, then
 	// uninstall, install again and adopt again.
 	released := e.release(cscloud.Name, true)
-	e.comeBack(prov, csClusterID, released, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
+	e.comeBack(prov, "", released, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
 	released = e.release(cscloud.Name, false)
-	e.comeBack(prov, csClusterID, released, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
+	e.comeBack(prov, "", released, "POST /v1/servers", "DELETE /v1/servers/{uuid}")
 }

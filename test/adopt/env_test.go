@@ -30,7 +30,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	configv1 "github.com/openshift/api/config/v1"
-	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,6 +108,9 @@ type env struct {
 	takeOver string
 	// caRotations counts rotateCA's rotations.
 	caRotations int
+	// made are the Nodes the test made (node), as Terraform's nodes have
+	// them.
+	made map[string]bool
 }
 
 // start starts the cluster whose identity, its infrastructureName, is
@@ -227,12 +229,63 @@ func (e *env) node(name, providerID string, roles []string, ips ...string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if e.made == nil {
+		e.made = map[string]bool{}
+	}
+	e.made[name] = true
 	// The API server may drop the status of a create; a merge patch of the
 	// status subresource does not conflict with kwok's heartbeats.
 	base := n.DeepCopy()
 	n.Status.Addresses = addrs
 	if err := e.Client.Status().Patch(e.ctx, n, client.MergeFrom(base)); err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+// dropSimulatedTwins deletes the Nodes the boot simulation registered for
+// servers the test made a Node for: a look at the Nodes it took just before
+// the test's Node was made (a server running before the test got to it, on
+// a busy host) has it register a second Node for the server, named as the
+// server, which the machine controller could then link the Machine to. A
+// kubelet registers one Node; the twin shares the test's Node's provider
+// ID or an address. Call it once the servers run: the simulation registers
+// no Node for a server whose Node it sees.
+func (e *env) dropSimulatedTwins() {
+	e.t.Helper()
+	var list corev1.NodeList
+	if err := e.Client.List(e.ctx, &list); err != nil {
+		e.t.Fatal(err)
+	}
+	ours := map[string]bool{}
+	for _, n := range list.Items {
+		if !e.made[n.Name] {
+			continue
+		}
+		if n.Spec.ProviderID != "" {
+			ours[n.Spec.ProviderID] = true
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				ours[a.Address] = true
+			}
+		}
+	}
+	for i := range list.Items {
+		n := &list.Items[i]
+		if e.made[n.Name] {
+			continue
+		}
+		twin := n.Spec.ProviderID != "" && ours[n.Spec.ProviderID]
+		for _, a := range n.Status.Addresses {
+			twin = twin || a.Type == corev1.NodeInternalIP && ours[a.Address]
+		}
+		if !twin {
+			continue
+		}
+		e.t.Logf("the boot simulation registered Node %s for a server the test made Node for: deleted", n.Name)
+		if err := e.Client.Delete(e.ctx, n); err != nil && !apierrors.IsNotFound(err) {
+			e.t.Fatal(err)
+		}
 	}
 }
 
@@ -369,30 +422,6 @@ func (e *env) machineSetOwns(name string, machines ...string) *machinev1beta1.Ma
 		}
 	}
 	return &ms
-}
-
-// cpms reads the ControlPlaneMachineSet and checks that its template is
-// each master's spec byte for byte.
-func (e *env) cpms(masters ...string) *machinev1.ControlPlaneMachineSet {
-	e.t.Helper()
-	var c machinev1.ControlPlaneMachineSet
-	if err := e.kube.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: "cluster"}, &c); err != nil {
-		e.t.Fatalf("ControlPlaneMachineSet: %v", err)
-	}
-	if c.Spec.State != machinev1.ControlPlaneMachineSetStateInactive {
-		e.t.Errorf("ControlPlaneMachineSet state %q, want Inactive", c.Spec.State)
-	}
-	tpl := c.Spec.Template.OpenShiftMachineV1Beta1Machine.Spec.ProviderSpec.Value.Raw
-	for _, name := range masters {
-		m := e.machine(name)
-		if !bytes.Equal(m.Spec.ProviderSpec.Value.Raw, tpl) {
-			e.t.Errorf("master %s's spec differs from the ControlPlaneMachineSet's template:\n%s\n%s", name, m.Spec.ProviderSpec.Value.Raw, tpl)
-		}
-		if len(m.Spec.LifecycleHooks.PreDrain) != 1 || m.Spec.LifecycleHooks.PreDrain[0].Name != adopt.MasterHook {
-			e.t.Errorf("master %s: pre-drain hooks %+v, want %s", name, m.Spec.LifecycleHooks.PreDrain, adopt.MasterHook)
-		}
-	}
-	return &c
 }
 
 // scale sets a MachineSet's replicas.

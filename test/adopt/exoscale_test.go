@@ -171,6 +171,7 @@ func buildExoscale(t *testing.T, e *env) *exoWorld {
 		}
 		return true, ""
 	})
+	e.dropSimulatedTwins()
 	return w
 }
 

@@ -286,9 +286,6 @@ var Releases = []Release{
 // String is "x.y".
 func (r Release) String() string { return fmt.Sprintf("%d.%d", r.Major, r.Minor) }
 
-// Less reports whether r is an older release than o.
-func (r Release) Less(o Release) bool { return r.before(o) }
-
 // before reports whether r is an older release than o.
 func (r Release) before(o Release) bool {
 	return r.Major < o.Major || (r.Major == o.Major && r.Minor < o.Minor)
