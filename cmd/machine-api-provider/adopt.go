@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/appuio/machine-api-provider/pkg/adopt"
@@ -84,15 +83,7 @@ server and Node.`,
 				}
 				o.IgnitionCA = b
 			}
-			cfg, err := restConfig(kubeconfig)
-			if err != nil {
-				return err
-			}
-			scheme, err := adopt.Scheme()
-			if err != nil {
-				return err
-			}
-			kube, err := client.New(cfg, client.Options{Scheme: scheme})
+			kube, err := adoptClient(kubeconfig)
 			if err != nil {
 				return err
 			}

@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/appuio/machine-api-provider/pkg/adopt"
 	"github.com/appuio/machine-api-provider/pkg/uninstall"
 )
 
@@ -68,15 +66,7 @@ wrote and keeps the provider.`,
 // (uninstall, or adopt --undo).
 func runRelease(cmd *cobra.Command, o uninstall.Options, kubeconfig string, apply bool, zapOpts *zap.Options) error {
 	o.Log, o.Out = newLogger(zapOpts), cmd.OutOrStdout()
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return err
-	}
-	scheme, err := adopt.Scheme()
-	if err != nil {
-		return err
-	}
-	kube, err := client.New(cfg, client.Options{Scheme: scheme})
+	kube, err := adoptClient(kubeconfig)
 	if err != nil {
 		return err
 	}
