@@ -59,20 +59,39 @@ func assertAutoscalerAsRendered(t *testing.T, e *demo.Env) {
 		}
 	}
 
-	pod, err := e.AutoscalerPod()
-	if err != nil {
-		t.Fatal(err)
-	}
-	proc, err := containerProcess(filepath.Join(e.PodsDir(), pod.Name, c.Name, "root"))
-	if err != nil {
-		t.Fatalf("the cluster-autoscaler's process: %v\n%s", err, e.Pods())
-	}
-	argv, err := procStrings(proc, "cmdline")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := append(slices.Clone(c.Command), c.Args...); !slices.Equal(argv, want) {
-		t.Errorf("the cluster-autoscaler runs as\n  %q\nits Deployment says\n  %q", argv, want)
+	// The process of the Deployment's current pod: the operator may roll
+	// the Deployment once more right after its first render (the pod of
+	// the first one is then killed at once), so the pod is looked up until
+	// its process runs as the Deployment says, for a minute.
+	var proc int
+	var argv, want []string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		d, err = e.AutoscalerDeploymentObject(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = d.Spec.Template.Spec.Containers[0]
+		want = append(slices.Clone(c.Command), c.Args...)
+		pod, perr := e.AutoscalerPod()
+		if perr == nil {
+			proc, err = containerProcess(filepath.Join(e.PodsDir(), pod.Name, c.Name, "root"))
+			if err == nil {
+				argv, err = procStrings(proc, "cmdline")
+			}
+		} else {
+			err = perr
+		}
+		if err == nil && slices.Equal(argv, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				t.Fatalf("the cluster-autoscaler's process: %v\n%s", err, e.Pods())
+			}
+			t.Fatalf("the cluster-autoscaler runs as\n  %q\nits Deployment says\n  %q", argv, want)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	environ, err := procStrings(proc, "environ")
 	if err != nil {
