@@ -9,21 +9,17 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	machineset "github.com/openshift/machine-api-operator/pkg/controller/machineset"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
+	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
 // Namespace holds the Machines, as on OpenShift.
@@ -130,49 +126,12 @@ func createLog(t *testing.T, dir, name string) *os.File {
 }
 
 // startMachineSetController runs the machine-api-operator's MachineSet
-// controller in this process: it makes and removes the Machines, and is not
-// under test. It has no leader election, so it lives through the API
-// server's restart, reconnecting as every controller-runtime client does.
+// controller in this process (fixture.StartMachineSetController): it makes
+// and removes the Machines, is not under test, and lives through the API
+// server's restart.
 func startMachineSetController(t *testing.T, cp *controlPlane, log logr.Logger) {
 	t.Helper()
-	scheme, err := manager.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 50, 100
-	// One MachineSet controller per cloud, the clouds one after the
-	// other in one process.
-	skip := true
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     scheme,
-		Logger:     log,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{Namespace: {}}},
-		Controller: config.Controller{SkipNameValidation: &skip},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate, err := manager.FeatureGate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := machineset.Add(mgr, ctrl.Options{}, gate); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("MachineSet controller: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("MachineSet controller did not stop within 30s")
-		}
-	})
+	fixture.StartMachineSetController(t, cfg, Namespace, log)
 }
