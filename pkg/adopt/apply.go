@@ -85,7 +85,7 @@ func (a *Adopter) Apply(ctx context.Context, p *Plan) (*Report, error) {
 		ids = append(ids, ad.ServerID)
 	}
 	for id, ad := range recorded {
-		if ad.ClusterID == a.o.ClusterID {
+		if a.ids.Owns(ad.ClusterID) {
 			ids = append(ids, id)
 		}
 	}
@@ -113,7 +113,7 @@ func (a *Adopter) adoptions(p *Plan) []orphans.Adoption {
 				machine = m.MachineName
 			}
 			out = append(out, orphans.Adoption{ServerID: m.Found.ID, ServerName: m.Found.Name, Machine: machine,
-				ClusterID: a.o.ClusterID, TaggedAs: m.Found.ClusterID, Since: now})
+				ClusterID: g.ClusterID, TaggedAs: m.Found.ClusterID, Since: now})
 		}
 	}
 	return out
@@ -149,7 +149,7 @@ func (a *Adopter) applyInPlace(ctx context.Context, g *Group, r *Report) error {
 		return err
 	}
 	for _, fg := range g.TakeOver {
-		changed, err := a.a.TakeOverGroup(ctx, a.o.ClusterID, g.AntiAffinityKey, fg)
+		changed, err := a.a.TakeOverGroup(ctx, g.ClusterID, g.AntiAffinityKey, fg)
 		if err != nil {
 			return fmt.Errorf("taking over the anti-affinity group %s: %w", fg.Name, err)
 		}
@@ -168,7 +168,7 @@ func (a *Adopter) applyInPlace(ctx context.Context, g *Group, r *Report) error {
 		if !m.Restore || g.Spec == nil {
 			continue
 		}
-		changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.o.ClusterID}, g.Spec, m.Found)
+		changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: m.restoreID}, g.Spec, m.Found)
 		if err != nil {
 			failed = append(failed, fmt.Errorf("%s: giving the server its Machine's identity back: %w", m.Found.Name, err))
 			continue
@@ -217,7 +217,7 @@ func (a *Adopter) applyInPlace(ctx context.Context, g *Group, r *Report) error {
 // the adoption record (Apply) keeps the janitor from counting it as an
 // orphan, and a rerun finds the Machine's name in its tags.
 func (a *Adopter) adoptMember(ctx context.Context, g *Group, m *Member, r *Report) error {
-	changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.o.ClusterID}, g.Spec, m.Found)
+	changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: g.ClusterID}, g.Spec, m.Found)
 	if err != nil {
 		return fmt.Errorf("giving the server its Machine's identity (no Machine written; run adopt again): %w", err)
 	}

@@ -80,7 +80,10 @@ type Plan struct {
 	// TakeOverClusterID is the other cluster ID whose servers it takes
 	// over (Options.TakeOverClusterID), "" for none.
 	TakeOverClusterID string
-	Groups            []*Group
+	// LegacyClusterIDs are the legacy IDs the cluster declares
+	// (Options.LegacyClusterIDs).
+	LegacyClusterIDs []string
+	Groups           []*Group
 	// Unmatched are servers of the cluster's domain that no Node runs on.
 	Unmatched []cloud.Found
 }
@@ -90,7 +93,12 @@ type Plan struct {
 // ControlPlaneMachineSet) that describes them.
 type Group struct {
 	// Name is the MachineSet's name, or "control plane" for masters.
-	Name   string
+	Name string
+	// ClusterID is the cluster ID its Machines and MachineSet carry, and
+	// its servers are tagged with: the cluster's infrastructureName, or a
+	// legacy ID the cluster declares that its servers carry already
+	// (clusterOfGroup).
+	ClusterID string
 	Role   string
 	Zone   string
 	Master bool
@@ -146,8 +154,9 @@ type Member struct {
 	Machine *machinev1beta1.Machine
 	// Restore: adopted already, but the server no longer carries its
 	// Machine's identity (none, or the ID adopt takes over): adopt gives
-	// it back.
-	Restore bool
+	// it back: the identity of restoreID, its Machine's cluster label.
+	Restore   bool
+	restoreID string
 }
 
 // cluster is what the cluster says about its nodes and Machines.
@@ -191,7 +200,7 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID, TakeOverClusterID: a.o.TakeOverClusterID}
+	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID, TakeOverClusterID: a.o.TakeOverClusterID, LegacyClusterIDs: a.ids.Legacy}
 	matched, unmatched := a.match(found, cl.nodes)
 	for _, m := range matched {
 		pid := a.cloud.Name() + "://" + m.Found.ID
@@ -344,7 +353,11 @@ func isMaster(n *corev1.Node) bool {
 
 // groupOf is the key and a new group for a member.
 func (a *Adopter) groupOf(m *Member) (string, *Group) {
-	role := roleOf(m, a.o.ClusterID, a.o.TakeOverClusterID)
+	ids := a.ids.All()
+	if a.o.TakeOverClusterID != "" {
+		ids = append(ids, a.o.TakeOverClusterID)
+	}
+	role := roleOf(m, ids...)
 	zone := m.Found.Zone
 	g := &Group{Role: role, Zone: zone, Mode: InPlace}
 	switch {

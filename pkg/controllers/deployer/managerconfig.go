@@ -42,6 +42,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 )
 
 const (
@@ -74,6 +76,7 @@ var ReservedManagerFlags = map[string]string{
 	"default-credentials-secret": "the deployer's --credentials-secret",
 	"kubeconfig":                 "the controllers use their service account",
 	"cluster-id":                 "the Infrastructure's infrastructureName, the cluster's identity: the provider acts for no other cluster",
+	"legacy-cluster-ids":         "the Infrastructure's annotation " + clusterid.LegacyAnnotation + ", which only cluster admins may write: a cluster ID it owns besides is declared there",
 }
 
 // ManagerConfig is the manager's flags a ConfigMap sets, by flag name.

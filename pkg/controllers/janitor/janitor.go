@@ -13,10 +13,17 @@
 //     a server without the provider's identity.
 //
 // It sweeps one cluster: the one the provider is pinned to (Options.
-// ClusterID, the Infrastructure's infrastructureName), whatever the labels
-// of Machines or MachineSets say; views of other clusters an account may
-// hold are dropped. Servers an adoption is taking over (pkg/orphans,
-// Adoptions) are no orphans while it runs.
+// ClusterID, the Infrastructure's infrastructureName) and the legacy IDs an
+// admin declared it also owns (Options.LegacyClusterIDs, pkg/clusterid),
+// whatever the labels of Machines or MachineSets say; views of other
+// clusters an account may hold are dropped. A server is an orphan when no
+// Machine carries the cluster ID and the name it is tagged with. Servers an
+// adoption is taking over (pkg/orphans, Adoptions) are no orphans while it
+// runs.
+//
+// It also reports the servers held Machines record (held.go): Machines
+// whose label names a cluster this one does not own, so that a server no
+// provider acts on is never out of sight.
 //
 // It runs on the leader only.
 package janitor
@@ -34,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	"github.com/appuio/machine-api-provider/pkg/metrics"
 	"github.com/appuio/machine-api-provider/pkg/nodes"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
@@ -45,13 +53,16 @@ import (
 const MinDeleteOrphansAfter = 10 * time.Minute
 
 // ClusterIDLabel names a Machine's cluster (as in pkg/actuator).
-const ClusterIDLabel = "machine.openshift.io/cluster-api-cluster"
+const ClusterIDLabel = clusterid.Label
 
 // Options tune the janitor; zero values take the defaults.
 type Options struct {
 	// ClusterID is the one cluster it sweeps (the manager's
 	// --cluster-id). Required.
 	ClusterID string
+	// LegacyClusterIDs are the cluster IDs it owns besides (the manager's
+	// --legacy-cluster-ids): swept like ClusterID.
+	LegacyClusterIDs []string
 	// Adoptions is the record of the servers an adoption is taking over;
 	// nil: none ever is.
 	Adoptions *orphans.Adoptions
@@ -96,6 +107,11 @@ type Janitor struct {
 	orphans  *orphans.Registry
 	o        Options
 	now      func() time.Time
+	// ids is the cluster's identity, ClusterID and LegacyClusterIDs.
+	ids clusterid.IDs
+	// held remembers, per held Machine, the server last reported: one
+	// event per change, not one per sweep.
+	held map[string]string
 	// vetoed remembers, per server, the Nodes last reported as keeping it
 	// from deletion: one event per change, not one per sweep.
 	vetoed map[string]string
@@ -127,7 +143,8 @@ func New(c client.Client, accounts *cloud.Accounts, registry *orphans.Registry, 
 	if now == nil {
 		now = time.Now
 	}
-	return &Janitor{client: c, accounts: accounts, orphans: registry, o: o, now: now, vetoed: map[string]string{}}, nil
+	return &Janitor{client: c, accounts: accounts, orphans: registry, o: o, now: now, vetoed: map[string]string{},
+		ids: clusterid.IDs{Own: o.ClusterID, Legacy: o.LegacyClusterIDs}, held: map[string]string{}}, nil
 }
 
 // NeedLeaderElection: only the leader sweeps.
@@ -154,15 +171,18 @@ type Report struct {
 	Orphans        []orphans.Orphan
 	OrphansDeleted []string
 	GroupsDeleted  []string
+	// Held are the servers held Machines record (held.go).
+	Held []HeldServer
 }
 
 // Sweep looks at every account and cluster once.
 func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	var rep Report
-	machines, err := j.machines(ctx)
+	machines, held, err := j.machines(ctx)
 	if err != nil {
 		return rep, err
 	}
+	rep.Held = j.reportHeld(held)
 	recorded, err := j.orphans.List(ctx)
 	if err != nil {
 		return rep, err
@@ -188,9 +208,9 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 		if account == "" {
 			account = "default"
 		}
-		// Only the cluster the provider is pinned to: a view of another
-		// (none is made any more; a label never enrols a cluster) goes.
-		acc.KeepViews(j.o.ClusterID)
+		// Only the clusters the provider owns: a view of another (none
+		// is made any more; a label never enrols a cluster) goes.
+		acc.KeepViews(j.ids.All()...)
 		for _, cluster := range acc.Clusters() {
 			view := acc.View(cluster)
 			servers, err := view.All(ctx, j.o.Interval)
@@ -206,7 +226,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 			var found []orphans.Orphan
 			for _, s := range servers {
 				present[s.ID] = true
-				if s.ClusterID != cluster || machines[s.Machine] || j.now().Sub(s.CreatedAt) < j.o.OrphanMinAge {
+				if s.ClusterID != cluster || machines[cluster][s.Machine] || j.now().Sub(s.CreatedAt) < j.o.OrphanMinAge {
 					continue
 				}
 				if _, ok := adopting[s.ID]; ok {
@@ -253,7 +273,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 						continue
 					}
 				}
-				if _, ok := adopting[o.ServerID]; ok || machines[o.Machine] {
+				if _, ok := adopting[o.ServerID]; ok || machines[o.ClusterID][o.Machine] {
 					// A Machine of that name exists again, or an
 					// adoption takes the server over: not an orphan.
 					gone = append(gone, o.ServerID)
@@ -295,7 +315,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 // maybeDelete deletes an orphan past DeleteOrphansAfter, if it carries a
 // Machine's identity of the cluster and no Node runs on it (ix).
 func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *cloud.View, o orphans.Orphan, ix *nodes.Index) (bool, error) {
-	if j.o.DeleteOrphansAfter <= 0 || o.Machine == "" || o.ClusterID != j.o.ClusterID || j.now().Sub(o.Since) < j.o.DeleteOrphansAfter {
+	if j.o.DeleteOrphansAfter <= 0 || o.Machine == "" || !j.ids.Owns(o.ClusterID) || j.now().Sub(o.Since) < j.o.DeleteOrphansAfter {
 		return false, nil
 	}
 	cloudName := j.accounts.Cloud().Name()
@@ -342,18 +362,27 @@ func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *clo
 	return true, nil
 }
 
-// machines are the names of the Machines of the cluster (those whose label
-// names it).
-func (j *Janitor) machines(ctx context.Context) (map[string]bool, error) {
+// machines are the names of the Machines of the cluster, by the cluster ID
+// their label names (the cluster's own, or a declared legacy one), and the
+// held Machines (held.go).
+func (j *Janitor) machines(ctx context.Context) (map[string]map[string]bool, []machinev1.Machine, error) {
 	var list machinev1.MachineList
 	if err := j.client.List(ctx, &list); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]bool{}
+	out := map[string]map[string]bool{}
+	var held []machinev1.Machine
 	for _, m := range list.Items {
-		if m.Labels[ClusterIDLabel] == j.o.ClusterID {
-			out[m.Name] = true
+		id := m.Labels[ClusterIDLabel]
+		switch {
+		case j.ids.Owns(id):
+			if out[id] == nil {
+				out[id] = map[string]bool{}
+			}
+			out[id][m.Name] = true
+		case heldServer(m) != "":
+			held = append(held, m)
 		}
 	}
-	return out, nil
+	return out, held, nil
 }
