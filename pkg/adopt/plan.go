@@ -99,11 +99,11 @@ type Group struct {
 	// legacy ID the cluster declares that its servers carry already
 	// (clusterOfGroup).
 	ClusterID string
-	Role   string
-	Zone   string
-	Master bool
-	Mode   string
-	Pool   *cloud.FoundPool
+	Role      string
+	Zone      string
+	Master    bool
+	Mode      string
+	Pool      *cloud.FoundPool
 	// Spec is the provider spec a Machine of the group has, as the
 	// webhooks and the actuator default it; SpecJSON its JSON with
 	// sorted members, which every Machine and template of the group
