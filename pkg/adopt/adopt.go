@@ -82,8 +82,11 @@ type Adopter struct {
 	// record tells the provider's janitor which servers are being adopted
 	// (pkg/orphans, Adoptions).
 	record *orphans.Adoptions
-	// ids is the cluster's identity: ClusterID and LegacyClusterIDs.
-	ids clusterid.IDs
+}
+
+// ids is the cluster's identity: ClusterID and LegacyClusterIDs.
+func (a *Adopter) ids() clusterid.IDs {
+	return clusterid.IDs{Own: a.o.ClusterID, Legacy: a.o.LegacyClusterIDs}
 }
 
 // New returns an Adopter acting with the cloud credentials Options name.
@@ -125,7 +128,7 @@ func New(ctx context.Context, kube client.Client, c cloud.Cloud, o Options) (*Ad
 	if !ok {
 		return nil, fmt.Errorf("the %s client cannot adopt servers", c.Name())
 	}
-	return &Adopter{kube: kube, cloud: c, c: cl, a: a, o: o, ids: ids, record: &orphans.Adoptions{Client: kube, Namespace: o.Namespace, Cloud: c.Name()}}, nil
+	return &Adopter{kube: kube, cloud: c, c: cl, a: a, o: o, record: &orphans.Adoptions{Client: kube, Namespace: o.Namespace, Cloud: c.Name()}}, nil
 }
 
 // clusterIdentity is the identity adopt gives the Machines: the one the

@@ -85,7 +85,7 @@ func (a *Adopter) Apply(ctx context.Context, p *Plan) (*Report, error) {
 		ids = append(ids, ad.ServerID)
 	}
 	for id, ad := range recorded {
-		if a.ids.Owns(ad.ClusterID) {
+		if a.ids().Owns(ad.ClusterID) {
 			ids = append(ids, id)
 		}
 	}
@@ -113,7 +113,7 @@ func (a *Adopter) adoptions(p *Plan) []orphans.Adoption {
 				machine = m.MachineName
 			}
 			out = append(out, orphans.Adoption{ServerID: m.Found.ID, ServerName: m.Found.Name, Machine: machine,
-				ClusterID: g.ClusterID, TaggedAs: m.Found.ClusterID, Since: now})
+				ClusterID: a.groupID(g), TaggedAs: m.Found.ClusterID, Since: now})
 		}
 	}
 	return out
@@ -149,7 +149,7 @@ func (a *Adopter) applyInPlace(ctx context.Context, g *Group, r *Report) error {
 		return err
 	}
 	for _, fg := range g.TakeOver {
-		changed, err := a.a.TakeOverGroup(ctx, g.ClusterID, g.AntiAffinityKey, fg)
+		changed, err := a.a.TakeOverGroup(ctx, a.groupID(g), g.AntiAffinityKey, fg)
 		if err != nil {
 			return fmt.Errorf("taking over the anti-affinity group %s: %w", fg.Name, err)
 		}
@@ -217,7 +217,7 @@ func (a *Adopter) applyInPlace(ctx context.Context, g *Group, r *Report) error {
 // the adoption record (Apply) keeps the janitor from counting it as an
 // orphan, and a rerun finds the Machine's name in its tags.
 func (a *Adopter) adoptMember(ctx context.Context, g *Group, m *Member, r *Report) error {
-	changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: g.ClusterID}, g.Spec, m.Found)
+	changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.groupID(g)}, g.Spec, m.Found)
 	if err != nil {
 		return fmt.Errorf("giving the server its Machine's identity (no Machine written; run adopt again): %w", err)
 	}

@@ -100,7 +100,7 @@ func (a *Adopter) planGroup(ctx context.Context, g *Group, cl *cluster) error {
 			continue
 		}
 		m.Misfits = append(m.Misfits, diff(c.json, g.SpecJSON)...)
-		more, err := a.a.Misfits(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: g.ClusterID}, g.Spec, m.Found)
+		more, err := a.a.Misfits(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.groupID(g)}, g.Spec, m.Found)
 		if err != nil {
 			return fmt.Errorf("comparing %s with its group's spec: %w", m.Found.Name, err)
 		}
@@ -177,7 +177,7 @@ func (a *Adopter) identify(m *Member, cl *cluster) bool {
 			// alone, and adopt, told to take that ID over, gives it its
 			// Machine's identity back.
 			id := mach.Labels[clusterLabel]
-			m.Restore = a.ids.Owns(id) && (f.ClusterID != id || f.Machine != mach.Name) &&
+			m.Restore = a.ids().Owns(id) && (f.ClusterID != id || f.Machine != mach.Name) &&
 				(f.ClusterID == "" || a.ours(f.ClusterID))
 			m.restoreID = id
 			return true
@@ -187,7 +187,7 @@ func (a *Adopter) identify(m *Member, cl *cluster) bool {
 	case f.ClusterID != "" && !a.ours(f.ClusterID):
 		m.Action = ActMisfit
 		m.Misfits = append(m.Misfits, fmt.Sprintf("identity (the server is tagged as cluster %q's, not %q's; declaring %s as this cluster's legacy ID (%s) adopts such servers as they are tagged, --take-over-cluster-id %s takes them over, retagged)",
-			f.ClusterID, a.o.ClusterID, f.ClusterID, a.ids.DeclareCommand(f.ClusterID), f.ClusterID))
+			f.ClusterID, a.o.ClusterID, f.ClusterID, a.ids().DeclareCommand(f.ClusterID), f.ClusterID))
 		return true
 	case f.Machine != "":
 		// Tagged for adoption already (the cloudscale.ch module's
@@ -221,7 +221,7 @@ func (a *Adopter) identify(m *Member, cl *cluster) bool {
 // cluster's own, a legacy one it declares, or the one it was told to take
 // over.
 func (a *Adopter) ours(clusterID string) bool {
-	return a.ids.Owns(clusterID) || (a.o.TakeOverClusterID != "" && clusterID == a.o.TakeOverClusterID)
+	return a.ids().Owns(clusterID) || (a.o.TakeOverClusterID != "" && clusterID == a.o.TakeOverClusterID)
 }
 
 // clusterOfGroup decides the cluster ID the group's Machines carry
@@ -239,10 +239,10 @@ func (a *Adopter) clusterOfGroup(g *Group, cl *cluster, rest []*Member) {
 	} else {
 		legacy := map[string]bool{}
 		for _, m := range g.Members {
-			if a.ids.IsLegacy(m.Found.ClusterID) {
+			if a.ids().IsLegacy(m.Found.ClusterID) {
 				legacy[m.Found.ClusterID] = true
 			}
-			if m.Existing != nil && a.ids.IsLegacy(m.Existing.Labels[clusterLabel]) {
+			if m.Existing != nil && a.ids().IsLegacy(m.Existing.Labels[clusterLabel]) {
 				legacy[m.Existing.Labels[clusterLabel]] = true
 			}
 		}
@@ -255,11 +255,20 @@ func (a *Adopter) clusterOfGroup(g *Group, cl *cluster, rest []*Member) {
 		}
 	}
 	for _, m := range rest {
-		if f := m.Found; f.ClusterID != "" && f.ClusterID != g.ClusterID && a.ids.Owns(f.ClusterID) {
+		if f := m.Found; f.ClusterID != "" && f.ClusterID != g.ClusterID && a.ids().Owns(f.ClusterID) {
 			m.Action = ActMisfit
 			m.Misfits = append(m.Misfits, fmt.Sprintf("identity (the server is tagged as cluster %q's, and the group's Machines carry %q)", f.ClusterID, g.ClusterID))
 		}
 	}
+}
+
+// groupID is the cluster ID the group's Machines carry (Group.ClusterID,
+// the cluster's own until clusterOfGroup decided).
+func (a *Adopter) groupID(g *Group) string {
+	if g.ClusterID != "" {
+		return g.ClusterID
+	}
+	return a.o.ClusterID
 }
 
 // existingClusterID is the cluster label of what adopt wrote for the group

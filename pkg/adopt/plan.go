@@ -200,7 +200,7 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID, TakeOverClusterID: a.o.TakeOverClusterID, LegacyClusterIDs: a.ids.Legacy}
+	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID, TakeOverClusterID: a.o.TakeOverClusterID, LegacyClusterIDs: a.ids().Legacy}
 	matched, unmatched := a.match(found, cl.nodes)
 	for _, m := range matched {
 		pid := a.cloud.Name() + "://" + m.Found.ID
@@ -353,7 +353,7 @@ func isMaster(n *corev1.Node) bool {
 
 // groupOf is the key and a new group for a member.
 func (a *Adopter) groupOf(m *Member) (string, *Group) {
-	ids := a.ids.All()
+	ids := a.ids().All()
 	if a.o.TakeOverClusterID != "" {
 		ids = append(ids, a.o.TakeOverClusterID)
 	}

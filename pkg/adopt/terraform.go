@@ -59,7 +59,7 @@ func masterIdentityHint(cloudName string, ids clusterid.IDs, taggedAs string) st
 	if taggedAs != "" {
 		return fmt.Sprintf("the module tagged them with its cluster_id %q, not the cluster's identity, and adopt does not retag what Terraform keeps; they become the provider's as they are tagged when %q is declared as this cluster's legacy ID (%s), or when the module tags them with cluster_id = %q and terraform apply (%s); then run adopt again; else they stay Terraform's", taggedAs, taggedAs, ids.DeclareCommand(taggedAs), ids.Own, check)
 	}
-	return fmt.Sprintf("set make_master_adoptable_by_provider = true in terraform-openshift4-cloudscale, with cluster_id = %q or a cluster_id declared as this cluster's legacy ID, and terraform apply (%s): the module then tags them itself; run adopt again", ids.Own, check)
+	return fmt.Sprintf("set make_master_adoptable_by_provider = true and cluster_id = %q (or a cluster_id declared as this cluster's legacy ID) in terraform-openshift4-cloudscale and terraform apply (%s): the module then tags them itself; run adopt again", ids.Own, check)
 }
 
 // keepTerraformMasters leaves a master group alone unless every master it
@@ -72,9 +72,9 @@ func (a *Adopter) keepTerraformMasters(g *Group) {
 	taggedAs := ""
 	for _, m := range g.Members {
 		f := m.Found
-		if m.Action == ActAdopt && (f.ClusterID != g.ClusterID || f.Machine != m.MachineName) {
+		if m.Action == ActAdopt && (f.ClusterID != a.groupID(g) || f.Machine != m.MachineName) {
 			missing = append(missing, m.MachineName)
-			if f.ClusterID != "" && f.ClusterID != g.ClusterID {
+			if f.ClusterID != "" && f.ClusterID != a.groupID(g) {
 				taggedAs = f.ClusterID
 			}
 		}
@@ -87,7 +87,7 @@ func (a *Adopter) keepTerraformMasters(g *Group) {
 		verb = "do"
 	}
 	g.Blocked = fmt.Sprintf("Terraform keeps the masters in its state, and %s %s not carry the provider's identity: adopt writes nothing Terraform keeps (%s)",
-		joinNames(missing), verb, masterIdentityHint(a.cloud.Name(), a.ids, taggedAs))
+		joinNames(missing), verb, masterIdentityHint(a.cloud.Name(), a.ids(), taggedAs))
 	for _, m := range g.Members {
 		if m.Action == ActAdopt {
 			m.Action = ActMisfit

@@ -234,6 +234,9 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 					continue
 				}
 				reason := fmt.Sprintf("it is tagged as Machine %q's, which does not exist", s.Machine)
+				if id := otherID(machines, cluster, s.Machine); id != "" {
+					reason = fmt.Sprintf("it is tagged as Machine %q's of cluster %q, and Machine %s carries cluster %q", s.Machine, cluster, s.Machine, id)
+				}
 				if s.Machine == "" {
 					reason = "it carries the cluster's identity but no Machine's"
 				}
@@ -360,6 +363,17 @@ func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *clo
 	j.orphans.Event(ctx, corev1.EventTypeWarning, "OrphanDeleted", fmt.Sprintf("Deleted %s orphan server %s (%s) of cluster %s, an orphan since %s",
 		cloudName, o.ServerID, o.ServerName, o.ClusterID, o.Since.Format(time.RFC3339)))
 	return true, nil
+}
+
+// otherID is another of the cluster's IDs a Machine of the name carries,
+// "" for none.
+func otherID(machines map[string]map[string]bool, cluster, name string) string {
+	for id, names := range machines {
+		if id != cluster && names[name] {
+			return id
+		}
+	}
+	return ""
 }
 
 // machines are the names of the Machines of the cluster, by the cluster ID
