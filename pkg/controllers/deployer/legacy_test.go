@@ -31,7 +31,9 @@ func TestLegacyClusterIDsAreRenderedFromTheInfrastructure(t *testing.T) {
 		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
 	e.must(cc.Status().Update(e.ctx, infra))
 	e.createImages(maoImg1, proxyImg1)
-	e.waitDeployment(func(d *appsv1.Deployment) bool { return slices.Contains(managerArgs(d), "--cluster-id=c-green-1234-x7k2p") })
+	e.waitDeployment(func(d *appsv1.Deployment) bool {
+		return slices.Contains(managerArgs(d), "--cluster-id=c-green-1234-x7k2p")
+	})
 	if got := managerArgs(e.getDeployment()); slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, "--legacy-cluster-ids") }) {
 		t.Errorf("manager args %v: legacy IDs none declared", got)
 	}
@@ -47,7 +49,9 @@ func TestLegacyClusterIDsAreRenderedFromTheInfrastructure(t *testing.T) {
 	e.must(cc.Get(e.ctx, client.ObjectKey{Name: deployer.InfrastructureName}, infra))
 	infra.Annotations = map[string]string{clusterid.LegacyAnnotation: "c-green-1234"}
 	e.must(cc.Update(e.ctx, infra))
-	e.waitDeployment(func(d *appsv1.Deployment) bool { return slices.Contains(managerArgs(d), "--legacy-cluster-ids=c-green-1234") })
+	e.waitDeployment(func(d *appsv1.Deployment) bool {
+		return slices.Contains(managerArgs(d), "--legacy-cluster-ids=c-green-1234")
+	})
 	if got := managerArgs(e.getDeployment()); slices.Contains(got, "--legacy-cluster-ids=c-blue-5678") {
 		t.Errorf("manager args %v: the ConfigMap's legacy ID got through", got)
 	}
