@@ -307,11 +307,16 @@ func roleOf(m *Member, clusterIDs ...string) string {
 	}
 	if p := m.Found.Pool; p != nil {
 		// <cluster>_<role>-<n>, the cluster the module's (the one adopt
-		// takes over, or the cluster's own)
+		// takes over, a legacy one, the cluster's own, or any: the
+		// module's cluster_id, which names its resources, need not be
+		// one the cluster owns)
 		for _, id := range append(clusterIDs, "") {
 			name, ok := strings.CutPrefix(p.Name, id+"_")
 			if id == "" {
 				name, ok = p.Name, true
+				if i := strings.LastIndexByte(name, '_'); i >= 0 {
+					name = name[i+1:]
+				}
 			}
 			if !ok {
 				continue

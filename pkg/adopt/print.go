@@ -95,6 +95,9 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 			switch m.Action {
 			case ActAdopt:
 				action = "adopt: identity, Machine"
+				if g.ClusterID != "" && m.Found.ClusterID == g.ClusterID && m.Found.Machine == m.MachineName {
+					action = "adopt: Machine (the server carries its identity)"
+				}
 			case ActAdopted:
 				if m.Restore {
 					action = "adopted already: its Machine's identity restored"

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -35,6 +36,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/appuioswitch"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 	"github.com/appuio/machine-api-provider/pkg/demo"
 )
@@ -44,8 +46,17 @@ import (
 // (github.com/appuio/machine-api-provider-cloudscale, tag v0.4.0;
 // github.com/appuio/component-machine-api-provider-cloudscale, tag v0.3.1),
 // cited where used; none of their code runs here.
+//
+// The cluster is a fleet cluster as appuio's Terraform module built it: its
+// Machines and MachineSets (the module's outputs) carry the module's
+// cluster_id, the Project Syn ID, which appuio's provider tagged their
+// servers with; the installer's infrastructureName is that ID plus five
+// random characters (appuio/terraform-openshift4-cloudscale,
+// modules/node-group/outputs.tf, variables.tf; the installer's
+// pkg/asset/installconfig/clusterid.go).
 const (
-	apClusterID = demo.ClusterID
+	apClusterID = "c-cold-bush-7254"
+	apInfraName = "c-cold-bush-7254-6xk2p"
 	apDomain    = "c1.example.com"
 	// apToken is the component's secret cloudscale-rw-token.
 	apToken = "appuio-rw-token"
@@ -55,10 +66,25 @@ const (
 )
 
 // componentLabels are the component's commonLabels (component/main.jsonnet),
-// app.kubernetes.io/instance being Argo CD's tracking label.
+// and Argo CD's tracking label of its Application (argocd.argoproj.io/instance,
+// the Application's name), as Argo CD sets it on what it applies.
 var componentLabels = map[string]string{
 	"app.kubernetes.io/name": "machine-api-provider", appuioswitch.ComponentInstanceLabel: appuioswitch.ComponentInstance,
 	"app.kubernetes.io/part-of": "syn", "app.kubernetes.io/managed-by": "commodore",
+	argoInstanceLabel: appuioswitch.ComponentInstance,
+}
+
+// Argo CD's resource tracking: the label (the default tracking method) and
+// the annotation (tracking method annotation, <app>:<group>/<kind>:<namespace>/<name>).
+const (
+	argoInstanceLabel      = "argocd.argoproj.io/instance"
+	argoTrackingAnnotation = "argocd.argoproj.io/tracking-id"
+)
+
+// argoTracked are the annotations Argo CD sets on an object of its
+// Application.
+func argoTracked(kind, name string) map[string]string {
+	return map[string]string{argoTrackingAnnotation: appuioswitch.ComponentInstance + ":/" + kind + ":" + demo.Namespace + "/" + name}
 }
 
 // apTemplate is a user data template as appuio's v0.4.0 ones are written
@@ -169,7 +195,8 @@ func buildAppuio(t *testing.T, e *env) *apWorld {
 	w.secrets["cloudscale-rw-token"] = map[string][]byte{"token": []byte(apToken)}
 	w.secrets["cloudscale-user-data"] = map[string][]byte{"ignitionHost": []byte("api-int." + apDomain), "ignitionCA": []byte(apCA), "userData": []byte(apTemplate)}
 	for name, data := range w.secrets {
-		must(e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demo.Namespace, Labels: componentLabels}, Type: corev1.SecretTypeOpaque, Data: data}))
+		must(e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demo.Namespace, Labels: componentLabels, Annotations: argoTracked("Secret", name)},
+			Type: corev1.SecretTypeOpaque, Data: data}))
 	}
 	e.rotateCA("worker", "api-int."+apDomain+":22623")
 
@@ -492,7 +519,7 @@ func assertNoServerCalls(t *testing.T, e *env, when string) {
 // every server is where appuio's provider looks for it.
 func TestSwitchFromAppuio(t *testing.T) {
 	t.Parallel()
-	e := start(t, demo.Cloudscale, apClusterID, func(o *demo.Options) { o.WithoutProvider = true })
+	e := start(t, demo.Cloudscale, apInfraName, func(o *demo.Options) { o.WithoutProvider = true })
 	w := buildAppuio(t, e)
 	appuioStopped := appuioManager(t, e)
 	var out bytes.Buffer
@@ -537,8 +564,21 @@ func TestSwitchFromAppuio(t *testing.T) {
 
 	follow(t, "Switching", []step{
 		{"bin/machine-api-provider switch-from-appuio", func() {
+			// The Syn ID, not declared yet: the one blocker, naming
+			// the command that declares it (the doc's next one).
 			s, err := sw.Plan(e.ctx)
-			if err != nil || len(s.Blockers) > 0 || len(s.Machines) != 3 || len(s.MachineSets) != 2 || s.ClusterID != apClusterID {
+			if err != nil || len(s.Blockers) != 1 || len(s.Machines) != 3 || len(s.MachineSets) != 2 || s.ClusterID != apClusterID ||
+				!strings.Contains(s.Blockers[0], declareSyn) || !strings.Contains(s.Blockers[0], apInfraName) {
+				t.Fatalf("plan: %v, %+v, want the blocker naming %q:\n%s", err, s, declareSyn, out.String())
+			}
+			if err := run("--prepare with the Syn ID undeclared", sw.Prepare); err == nil {
+				t.Fatal("--prepare went on with the Syn ID undeclared")
+			}
+		}},
+		{declareSyn, func() { annotateInfrastructure(t, e, clusterid.LegacyAnnotation, apClusterID) }},
+		{"bin/machine-api-provider switch-from-appuio", func() {
+			s, err := sw.Plan(e.ctx)
+			if err != nil || len(s.Blockers) > 0 || s.ClusterID != apClusterID || !s.Identity.IsLegacy(apClusterID) {
 				t.Fatalf("plan: %v, %+v:\n%s", err, s, out.String())
 			}
 		}},
@@ -610,6 +650,13 @@ func TestSwitchFromAppuio(t *testing.T) {
 			e.eventually(time.Minute, "the deployer to deploy", func() (bool, string) {
 				return exists(&appsv1.Deployment{}, deployer.DeploymentName("cloudscale")), fmt.Sprint(deployed())
 			})
+			// The manager it deploys owns the declared Syn ID; the
+			// one the test starts in its place reads it as well.
+			var d appsv1.Deployment
+			exists(&d, deployer.DeploymentName("cloudscale"))
+			if args := managerArgs(&d); !slices.Contains(args, "--legacy-cluster-ids="+apClusterID) {
+				t.Fatalf("the deployer's manager args %v, want --legacy-cluster-ids=%s", args, apClusterID)
+			}
 			var err error
 			if stopProvider, err = e.StartProvider(true); err != nil {
 				t.Fatal(err)
@@ -656,11 +703,13 @@ func TestSwitchFromAppuio(t *testing.T) {
 			t.Errorf("lease %s: holder %v, want released", name, l.Spec.HolderIdentity)
 		}
 	}
-	// Their Secrets are carried over, unchanged, out of Argo CD's hands.
+	// Their Secrets are carried over, unchanged, out of Argo CD's hands:
+	// neither its tracking label nor its annotation.
 	for name, data := range w.secrets {
 		var s corev1.Secret
-		if !exists(&s, name) || !maps.EqualFunc(s.Data, data, bytes.Equal) || s.Labels[appuioswitch.ComponentInstanceLabel] != "" {
-			t.Errorf("secret %s: %v, labels %v: want it back as it was, untracked", name, s.Data != nil, s.Labels)
+		if !exists(&s, name) || !maps.EqualFunc(s.Data, data, bytes.Equal) || s.Labels[appuioswitch.ComponentInstanceLabel] != "" ||
+			s.Labels[argoInstanceLabel] != "" || s.Annotations[argoTrackingAnnotation] != "" {
+			t.Errorf("secret %s: %v, labels %v, annotations %v: want it back as it was, untracked", name, s.Data != nil, s.Labels, s.Annotations)
 		}
 	}
 	// The cluster's group is handed over; the others are left alone.
@@ -691,6 +740,11 @@ func TestSwitchFromAppuio(t *testing.T) {
 	if g, err := w.c.ServerGroups.Get(e.ctx, w.group); err != nil || len(g.Servers) != 2 {
 		t.Errorf("the handed-over group after scaling: %v, %v", g, err)
 	}
+	// appuio's Machines, which carry the Syn ID, go as the autoscaler and
+	// a MachineHealthCheck make them go, each with its server, and their
+	// replacements get servers tagged with the Syn ID.
+	e.machinesGoWithTheirServers(w, "worker")
+	e.accountFor(w)
 
 	// And back.
 	e.Harness().ResetRequests()
@@ -775,3 +829,139 @@ func TestSwitchFromAppuio(t *testing.T) {
 }
 
 func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// declareSyn is the command that declares the Syn ID as the cluster's
+// legacy cluster ID, which the switch's blocker names and the doc shows.
+var declareSyn = clusterid.DeclareCommand(apClusterID)
+
+// annotateInfrastructure sets an annotation of the Infrastructure named
+// cluster, as oc annotate --overwrite does.
+func annotateInfrastructure(t *testing.T, e *env, key, value string) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)))
+	if err := e.Client.Patch(e.ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: clusterid.InfrastructureName}}, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// managerArgs are the arguments of the manager in the controllers'
+// Deployment.
+func managerArgs(d *appsv1.Deployment) []string {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == deployer.MachineContainer {
+			return c.Args
+		}
+	}
+	return nil
+}
+
+// machinesGoWithTheirServers deletes two of appuio's Machines of a
+// MachineSet as a scale-down of the cluster-autoscaler does (the Machine
+// annotated machine.openshift.io/delete-machine, the MachineSet scaled
+// down by one; then up again) and as a MachineHealthCheck remediates (the
+// Machine deleted, the MachineSet replaces it): each time its server is
+// deleted, once, after the provider read it as the Machine's under the Syn
+// ID, and its Node goes; each replacement gets one server, tagged with the
+// Syn ID, as appuio's provider would tag it.
+func (e *env) machinesGoWithTheirServers(w *apWorld, ms string) {
+	e.t.Helper()
+	var old []string
+	for _, m := range e.machinesOf(ms) {
+		if _, ok := w.servers[m.Name]; ok {
+			old = append(old, m.Name)
+		}
+	}
+	slices.Sort(old)
+	if len(old) < 2 {
+		e.t.Fatalf("MachineSet %s has %d of appuio's Machines, want 2", ms, len(old))
+	}
+	n := int32(len(e.machinesOf(ms)))
+	gone := func(name string) {
+		e.t.Helper()
+		e.eventually(2*time.Minute, name+" and its server gone, the MachineSet whole again", func() (bool, string) {
+			err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: name}, &machinev1beta1.Machine{})
+			if !apierrors.IsNotFound(err) {
+				return false, fmt.Sprintf("Machine %s: %v", name, err)
+			}
+			if _, err := w.c.Servers.Get(e.ctx, w.servers[name]); err == nil {
+				return false, "its server " + w.servers[name] + " is still there"
+			}
+			r, all := e.runningMachines(ms)
+			return r == int(n) && all == int(n), fmt.Sprintf("%d of %d running", r, all)
+		})
+		var node corev1.Node
+		if err := e.Client.Get(e.ctx, client.ObjectKey{Name: name}, &node); !apierrors.IsNotFound(err) {
+			e.t.Errorf("the Node of %s: %v, want it gone with its server", name, err)
+		}
+	}
+	// The autoscaler's scale-down, then a scale-up.
+	e.Harness().ResetRequests()
+	m := e.machine(old[0])
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Annotations = map[string]string{"machine.openshift.io/delete-machine": "true"}
+	if err := e.Client.Patch(e.ctx, m, patch); err != nil {
+		e.t.Fatal(err)
+	}
+	e.scale(ms, n-1)
+	e.eventually(2*time.Minute, old[0]+" gone", func() (bool, string) {
+		err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: old[0]}, &machinev1beta1.Machine{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	e.scale(ms, n)
+	gone(old[0])
+	// A MachineHealthCheck's remediation.
+	if err := e.Client.Delete(e.ctx, e.machine(old[1])); err != nil {
+		e.t.Fatal(err)
+	}
+	gone(old[1])
+	if c, d := e.Harness().Count("POST /v1/servers"), e.Harness().Count("DELETE /v1/servers/{uuid}"); c != 2 || d != 2 {
+		e.t.Errorf("scale-down, scale-up and remediation of appuio's Machines: %d creates, %d deletes, want 2 and 2", c, d)
+	}
+	for _, name := range old[:2] {
+		delete(w.servers, name)
+	}
+}
+
+// accountFor checks that every server carrying the cluster's Syn ID is one
+// Machine's, the one it records, and every Machine has one: nothing
+// leaked, nothing made twice; and another cluster's server and groups are
+// as they were.
+func (e *env) accountFor(w *apWorld) {
+	e.t.Helper()
+	var machines machinev1beta1.MachineList
+	if err := e.Client.List(e.ctx, &machines, client.InNamespace(demo.Namespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, m := range machines.Items {
+		if m.Spec.ProviderID == nil {
+			e.t.Errorf("Machine %s records no server", m.Name)
+			continue
+		}
+		want[strings.TrimPrefix(*m.Spec.ProviderID, "cloudscale://")] = m.Name
+	}
+	servers, err := w.c.Servers.List(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ours := 0
+	for _, s := range servers {
+		switch s.Tags[v1beta1.TagClusterID] {
+		case apClusterID:
+			ours++
+			if want[s.UUID] == "" || want[s.UUID] != s.Tags[v1beta1.TagMachineName] {
+				e.t.Errorf("server %s (%s), tagged %v, is no Machine's: leaked", s.UUID, s.Name, s.Tags)
+			}
+		case "c-other-9876":
+			if s.Status != "running" || s.Tags[v1beta1.TagMachineName] != "worker-zzzzz" {
+				e.t.Errorf("another cluster's server %s: %s, tags %v", s.Name, s.Status, s.Tags)
+			}
+		default:
+			e.t.Errorf("server %s (%s) carries tags %v: neither the cluster's nor another's", s.UUID, s.Name, s.Tags)
+		}
+	}
+	if ours != len(want) {
+		e.t.Errorf("%d servers tagged as cluster %s's, %d Machines", ours, apClusterID, len(want))
+	}
+	e.t.Logf("every server accounted for: %d of cluster %s, each one Machine's", ours, apClusterID)
+}
