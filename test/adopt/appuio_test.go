@@ -575,7 +575,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 				t.Fatal("--prepare went on with the Syn ID undeclared")
 			}
 		}},
-		{declareSyn, func() { annotateInfrastructure(t, e, clusterid.LegacyAnnotation, apClusterID) }},
+		{declareSyn, func() { e.declareLegacy(apClusterID) }},
 		{"bin/machine-api-provider switch-from-appuio", func() {
 			s, err := sw.Plan(e.ctx)
 			if err != nil || len(s.Blockers) > 0 || s.ClusterID != apClusterID || !s.Identity.IsLegacy(apClusterID) {
@@ -848,6 +848,21 @@ func annotateInfrastructure(t *testing.T, e *env, key, value string) {
 	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)))
 	if err := e.Client.Patch(e.ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: clusterid.InfrastructureName}}, patch); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// declareLegacy declares a legacy cluster ID as the cluster admin does
+// (the doc's oc annotate), and restarts the provider where it runs, as the
+// deployer rolls the controllers with the new --legacy-cluster-ids.
+func (e *env) declareLegacy(id string) {
+	e.t.Helper()
+	annotateInfrastructure(e.t, e, clusterid.LegacyAnnotation, id)
+	if e.Options.WithoutProvider || !e.MachineAPIRunning() {
+		return
+	}
+	e.StopMachineAPI()
+	if err := e.StartMachineAPI(); err != nil {
+		e.t.Fatal(err)
 	}
 }
 

@@ -206,7 +206,7 @@ func TestAdoptCloudscale(t *testing.T) {
 	// The plan alone changes nothing, and needs nothing but reading: a
 	// read-only token makes it (least privilege; cloudscale.ch's tokens are
 	// read-only or read/write, docs/cloudscale.md#api-token).
-	annotateInfrastructure(t, e, clusterid.LegacyAnnotation, csClusterID)
+	e.declareLegacy(csClusterID)
 	e.Cloudscale.SetTokens(map[string]emucs.Access{"demo": emucs.ReadWrite, "terraform": emucs.ReadWrite, "adopt": emucs.ReadWrite, "adopt-read-only": emucs.ReadOnly})
 	readOnly := cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "adopt-read-only"})
 	e.Harness().ResetRequests()
