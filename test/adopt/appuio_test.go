@@ -519,8 +519,16 @@ func assertNoServerCalls(t *testing.T, e *env, when string) {
 // every server is where appuio's provider looks for it.
 func TestSwitchFromAppuio(t *testing.T) {
 	t.Parallel()
-	e := start(t, demo.Cloudscale, apInfraName, func(o *demo.Options) { o.WithoutProvider = true })
+	e := start(t, demo.Cloudscale, apInfraName, func(o *demo.Options) {
+		o.WithoutProvider, o.Autoscaler = true, true
+		o.ScaleDownUnneeded, o.ScaleDownDelayAfterAdd = 10*time.Second, 10*time.Second
+	})
 	w := buildAppuio(t, e)
+	// The autoscaler and a MachineHealthCheck run throughout (fleet_test.go).
+	for name := range w.servers {
+		e.withCapacity(name)
+	}
+	e.fleetAutomation("worker", 2, 3)
 	appuioStopped := appuioManager(t, e)
 	var out bytes.Buffer
 	sw := appuioswitch.New(e.kube, cscloud.New(cscloud.Options{BaseURL: e.APIURL}),
@@ -733,17 +741,21 @@ func TestSwitchFromAppuio(t *testing.T) {
 	// The MachineSets scale like any other; the new server trusts the CA
 	// the machine-config-operator rotated since (through appuio's template
 	// and its selector), and goes into the handed-over group.
-	e.scalesLikeAnyOther("worker", 2, "POST /v1/servers", "DELETE /v1/servers/{uuid}", "api-int."+apDomain+":22623", e.cloudscaleUserData)
+	e.autoscaledUpAndDown(w, "worker", 2, "api-int."+apDomain+":22623")
 	if n := e.Harness().Count("POST /v1/server-groups"); n != 0 {
 		t.Errorf("scaling made %d server groups, want the handed-over one reused", n)
 	}
 	if g, err := w.c.ServerGroups.Get(e.ctx, w.group); err != nil || len(g.Servers) != 2 {
 		t.Errorf("the handed-over group after scaling: %v, %v", g, err)
 	}
-	// appuio's Machines, which carry the Syn ID, go as the autoscaler and
-	// a MachineHealthCheck make them go, each with its server, and their
-	// replacements get servers tagged with the Syn ID.
-	e.machinesGoWithTheirServers(w, "worker")
+	// One of appuio's Machines, which carry the Syn ID, remediated by the
+	// MachineHealthCheck, goes with its server; its replacement gets one
+	// tagged with the Syn ID.
+	e.remediated(w, "worker")
+	e.eventually(time.Minute, "the MachineHealthCheck to count 2 of 2 Machines healthy", func() (bool, string) {
+		h, x := e.mhcHealthy("worker")
+		return h == 2 && x == 2, fmt.Sprintf("%d of %d", h, x)
+	})
 	e.accountFor(w)
 
 	// And back.
@@ -875,73 +887,6 @@ func managerArgs(d *appsv1.Deployment) []string {
 		}
 	}
 	return nil
-}
-
-// machinesGoWithTheirServers deletes two of appuio's Machines of a
-// MachineSet as a scale-down of the cluster-autoscaler does (the Machine
-// annotated machine.openshift.io/delete-machine, the MachineSet scaled
-// down by one; then up again) and as a MachineHealthCheck remediates (the
-// Machine deleted, the MachineSet replaces it): each time its server is
-// deleted, once, after the provider read it as the Machine's under the Syn
-// ID, and its Node goes; each replacement gets one server, tagged with the
-// Syn ID, as appuio's provider would tag it.
-func (e *env) machinesGoWithTheirServers(w *apWorld, ms string) {
-	e.t.Helper()
-	var old []string
-	for _, m := range e.machinesOf(ms) {
-		if _, ok := w.servers[m.Name]; ok {
-			old = append(old, m.Name)
-		}
-	}
-	slices.Sort(old)
-	if len(old) < 2 {
-		e.t.Fatalf("MachineSet %s has %d of appuio's Machines, want 2", ms, len(old))
-	}
-	n := int32(len(e.machinesOf(ms)))
-	gone := func(name string) {
-		e.t.Helper()
-		e.eventually(2*time.Minute, name+" and its server gone, the MachineSet whole again", func() (bool, string) {
-			err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: name}, &machinev1beta1.Machine{})
-			if !apierrors.IsNotFound(err) {
-				return false, fmt.Sprintf("Machine %s: %v", name, err)
-			}
-			if _, err := w.c.Servers.Get(e.ctx, w.servers[name]); err == nil {
-				return false, "its server " + w.servers[name] + " is still there"
-			}
-			r, all := e.runningMachines(ms)
-			return r == int(n) && all == int(n), fmt.Sprintf("%d of %d running", r, all)
-		})
-		var node corev1.Node
-		if err := e.Client.Get(e.ctx, client.ObjectKey{Name: name}, &node); !apierrors.IsNotFound(err) {
-			e.t.Errorf("the Node of %s: %v, want it gone with its server", name, err)
-		}
-	}
-	// The autoscaler's scale-down, then a scale-up.
-	e.Harness().ResetRequests()
-	m := e.machine(old[0])
-	patch := client.MergeFrom(m.DeepCopy())
-	m.Annotations = map[string]string{"machine.openshift.io/delete-machine": "true"}
-	if err := e.Client.Patch(e.ctx, m, patch); err != nil {
-		e.t.Fatal(err)
-	}
-	e.scale(ms, n-1)
-	e.eventually(2*time.Minute, old[0]+" gone", func() (bool, string) {
-		err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: old[0]}, &machinev1beta1.Machine{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
-	e.scale(ms, n)
-	gone(old[0])
-	// A MachineHealthCheck's remediation.
-	if err := e.Client.Delete(e.ctx, e.machine(old[1])); err != nil {
-		e.t.Fatal(err)
-	}
-	gone(old[1])
-	if c, d := e.Harness().Count("POST /v1/servers"), e.Harness().Count("DELETE /v1/servers/{uuid}"); c != 2 || d != 2 {
-		e.t.Errorf("scale-down, scale-up and remediation of appuio's Machines: %d creates, %d deletes, want 2 and 2", c, d)
-	}
-	for _, name := range old[:2] {
-		delete(w.servers, name)
-	}
 }
 
 // accountFor checks that every server carrying the cluster's Syn ID is one
