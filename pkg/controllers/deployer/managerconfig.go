@@ -175,9 +175,9 @@ func checkKept(kept ManagerConfig, base []string, check func([]string) error) er
 
 // managerConfig returns the manager's flags to apply and the
 // ManagerConfigValid condition: the ConfigMap's when they pass, otherwise
-// those the Deployment runs with. It emits a Warning event on the
-// ConfigMap when it refuses it.
-func (r *Reconciler) managerConfig(ctx context.Context, base []string) (ManagerConfig, bool, string, string, error) {
+// those the Deployment runs with (current, nil when there is none). It
+// emits a Warning event on the ConfigMap when it refuses it.
+func (r *Reconciler) managerConfig(ctx context.Context, base []string, current *appsv1.Deployment) (ManagerConfig, bool, string, string, error) {
 	ns := r.opts.Namespace
 	cm := &corev1.ConfigMap{}
 	err := r.managerConfigReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ManagerConfigMap}, cm)
@@ -196,12 +196,8 @@ func (r *Reconciler) managerConfig(ctx context.Context, base []string) (ManagerC
 		return c, true, ReasonConfigApplied, msg, nil
 	}
 	var kept ManagerConfig
-	d := &appsv1.Deployment{}
-	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: r.deploymentName()}, d); {
-	case err == nil:
-		kept = appliedManagerConfig(d.Annotations)
-	case !apierrors.IsNotFound(err):
-		return nil, false, "", "", err
+	if current != nil {
+		kept = appliedManagerConfig(current.Annotations)
 	}
 	refused := fmt.Sprintf("ConfigMap %s/%s refused: %v", ns, ManagerConfigMap, perr)
 	msg := fmt.Sprintf("%s; the manager keeps running with %s", refused, kept)
