@@ -142,8 +142,11 @@ type Options struct {
 	// which the machine-api-operator's manifests create and bind on every
 	// platform.
 	ServiceAccount string
-	// CloudscaleAPIURL is handed to the provider when set.
-	CloudscaleAPIURL string
+	// CloudscaleAPIURL and ExoscaleAPIEndpoint are handed to the provider
+	// when set (Spec). They are the deployer's own options, never keys of
+	// ManagerConfigMap: the default credentials go where they point.
+	CloudscaleAPIURL    string
+	ExoscaleAPIEndpoint string
 	// Cloud and ProviderEnv configure the provider for another cloud than
 	// cloudscale.ch (see Spec). Cloud names the Deployment
 	// (DeploymentName).
@@ -221,6 +224,11 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 	}
 	if err := checkCloud(opts.Cloud); err != nil {
 		return nil, fmt.Errorf("deployer: %w", err)
+	}
+	for _, e := range opts.ProviderEnv {
+		if (e.Name == envCloudscaleAPIURL && opts.CloudscaleAPIURL != "") || (e.Name == envExoscaleAPIEndpoint && opts.ExoscaleAPIEndpoint != "") {
+			return nil, fmt.Errorf("deployer: the provider's environment names %s, and so does the endpoint option: give one", e.Name)
+		}
 	}
 	if reader == nil {
 		reader = c
@@ -426,6 +434,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		TokenSecret:               r.opts.TokenSecret,
 		ServiceAccount:            r.opts.ServiceAccount,
 		CloudscaleAPIURL:          r.opts.CloudscaleAPIURL,
+		ExoscaleAPIEndpoint:       r.opts.ExoscaleAPIEndpoint,
 		WithoutMachineHealthCheck: r.opts.WithoutMachineHealthCheck,
 		Cloud:                     r.opts.Cloud,
 		ProviderEnv:               r.opts.ProviderEnv,
