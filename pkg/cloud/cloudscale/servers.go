@@ -83,7 +83,9 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 		return nil, false, err
 	}
 	ctx = cloud.WithRedaction(ctx, string(userData))
-	if err := c.CheckSpec(ctx, spec); err != nil {
+	// The catalog, and whose the groups, networks, subnets and image the
+	// spec names are: before anything is written (an anti-affinity group).
+	if err := c.checkSpec(ctx, p, m.ClusterID); err != nil {
 		return nil, false, err
 	}
 	req := serverRequest(m, p, userData)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	v3 "github.com/exoscale/egoscale/v3"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -23,8 +22,7 @@ import (
 //
 // Zones that fail are reported, not fatal (zones.go): when some zones
 // answered, the list of theirs comes with a *cloud.PartialListError naming
-// the failed zones that may hold the cluster's instances; when none did,
-// the first failure is the error.
+// every zone that failed; when none did, the first failure is the error.
 func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.Server, error) {
 	if sel.ClusterID == "" {
 		return nil, errors.New("exoscale: listing servers needs the cluster ID")
@@ -68,16 +66,14 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 		c.sweptAt(sel.ClusterID, started)
 	}
 	slices.SortStableFunc(out, func(a, b cloud.Server) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	var partial []*cloud.ZoneError
-	for _, f := range failed {
-		if c.mayHold(f.Zone) {
-			partial = append(partial, f)
-			continue
-		}
-		logf.FromContext(ctx).V(1).Info("A zone no Machine uses could not be listed; it is looked at again later", "zone", f.Zone, "error", f.Err.Error())
-	}
-	if len(partial) > 0 {
-		return out, &cloud.PartialListError{Failed: partial}
+	if len(failed) > 0 {
+		// Every zone that could not be read is named, also one no
+		// Machine is known to use: an orphan, or the server of a Machine
+		// whose spec moved to another zone, may be there, and nothing
+		// may take a server for absent from a zone it could not read.
+		// The Machines of the zones that answered go on (the View
+		// answers per zone).
+		return out, &cloud.PartialListError{Failed: failed}
 	}
 	return out, nil
 }
@@ -325,7 +321,10 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 		ctx = cloud.WithRedaction(ctx, string(userData))
 	}
 	c.zones.used.add(p.Zone)
-	r, err := c.resolve(ctx, p, true)
+	// The catalogue, and whose the groups, networks, template and deploy
+	// target the spec names are: before anything is written (an
+	// anti-affinity group, the instance).
+	r, err := c.resolve(ctx, p, true, m.ClusterID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -435,7 +434,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	if len(r.networks) > 0 {
 		// This very call made the instance, with the Machine's labels:
 		// nothing to check before attaching it.
-		if err := c.attachNetworks(ctx, r.zone, d, r.networks, func(context.Context) error { return nil }); err != nil {
+		if err := c.attachNetworks(ctx, r.zone, d, r.networks, r.clusterID, func(context.Context) error { return nil }); err != nil {
 			// The instance exists: the create succeeded. The next
 			// SyncServer attaches what is missing.
 			cloud.Warn(ctx, "Attaching the private networks after the create failed; the next update retries", err, "instance", id)
