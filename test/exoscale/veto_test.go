@@ -13,6 +13,7 @@ import (
 
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/manager"
+	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
 // A Node without a providerID that reports only its instance's private
@@ -37,25 +38,41 @@ func TestNodeOnAPrivateAddressHoldsTheDeleteAfterARestart(t *testing.T) {
 	if len(inst.PrivateIPs) != 1 {
 		t.Fatalf("the instance leases %v", inst.PrivateIPs)
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-a"}}
-	if err := e.Client.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: inst.PrivateIPs[0]}}
-	if err := e.Client.Status().Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	node := nodeWithoutProviderID(t, e, "worker-a", inst.PrivateIPs[0])
 	stop()
 	e.DeleteMachine(t, "worker-a")
 	startManager(t, e, manager.Options{})
-	waitEvent(t, e, "worker-a", "DeleteRefused", id, "Node worker-a (by name and address)")
-	if _, there := e.Exoscale.Instance(id); !there {
-		t.Fatal("the instance was deleted under its Node, which reports its private address")
-	}
-	if err := e.Client.Delete(ctx, node); err != nil {
+	heldUntilNodeGone(t, e, "worker-a", id, node)
+}
+
+// nodeWithoutProviderID registers a Node as a kubelet of a cluster without
+// a cloud controller manager does: no providerID, its address.
+func nodeWithoutProviderID(t *testing.T, e *fixture.Env, name, ip string) *corev1.Node {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.Client.Create(context.Background(), node); err != nil {
 		t.Fatal(err)
 	}
-	e.WaitMachineGone(t, "worker-a", 3*time.Minute)
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+	if err := e.Client.Status().Update(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
+
+// heldUntilNodeGone checks that the deletion of a Machine waits, saying
+// so, while the Node runs on its instance id (by name and address), and
+// goes with the instance once the Node is deleted.
+func heldUntilNodeGone(t *testing.T, e *fixture.Env, machine, id string, node *corev1.Node) {
+	t.Helper()
+	waitEvent(t, e, machine, "DeleteRefused", id, "Node "+node.Name+" (by name and address)")
+	if _, there := e.Exoscale.Instance(id); !there {
+		t.Fatalf("the instance was deleted under its Node, which reports %v", node.Status.Addresses)
+	}
+	if err := e.Client.Delete(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitMachineGone(t, machine, 3*time.Minute)
 	if _, there := e.Exoscale.Instance(id); there {
 		t.Error("the instance outlived its Machine once the Node was gone")
 	}

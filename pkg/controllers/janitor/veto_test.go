@@ -45,7 +45,12 @@ type world struct {
 	network string
 }
 
-var clouds = []string{fixture.Cloudscale, fixture.Exoscale}
+// onEachCloud runs test in a world of its own on each cloud.
+func onEachCloud(t *testing.T, test func(*testing.T, *world)) {
+	for _, cloudName := range []string{fixture.Cloudscale, fixture.Exoscale} {
+		t.Run(cloudName, func(t *testing.T) { test(t, startWorld(t, cloudName)) })
+	}
+}
 
 func startWorld(t *testing.T, cloudName string) *world {
 	t.Helper()
@@ -198,6 +203,16 @@ func (w *world) sweep(j *janitor.Janitor) janitor.Report {
 	return rep
 }
 
+// deletedAfter moves the clock on by d and sweeps: the orphan id must be
+// deleted then.
+func (w *world) deletedAfter(j *janitor.Janitor, d time.Duration, id, what string) {
+	w.t.Helper()
+	w.clock.add(d)
+	if rep := w.sweep(j); len(rep.OrphansDeleted) != 1 || w.exists(id) {
+		w.t.Errorf("%s: deleted %v, want %s", what, rep.OrphansDeleted, id)
+	}
+}
+
 func reported(rep janitor.Report, id string) bool {
 	return slices.ContainsFunc(rep.Orphans, func(o orphans.Orphan) bool { return o.ServerID == id })
 }
@@ -211,32 +226,26 @@ func reported(rep janitor.Report, id string) bool {
 // its own address). Once the Node is gone, the orphan goes after its
 // grace.
 func TestNodeOnAPrivateAddressVetoesAnOrphansDeletion(t *testing.T) {
-	for _, cloudName := range clouds {
-		t.Run(cloudName, func(t *testing.T) {
-			w := startWorld(t, cloudName)
-			id, ip := w.orphan("worker-5e6f")
-			n := w.node("worker-5e6f", "", ip)
-			j := w.janitor(janitor.Options{DeleteOrphansAfter: janitor.MinDeleteOrphansAfter})
-			for range 3 {
-				if rep := w.sweep(j); !reported(rep, id) || len(rep.OrphansDeleted) > 0 {
-					t.Fatalf("orphans %+v, deleted %v; want %s reported and kept", rep.Orphans, rep.OrphansDeleted, id)
-				}
-				w.clock.add(time.Hour)
+	onEachCloud(t, func(t *testing.T, w *world) {
+		id, ip := w.orphan("worker-5e6f")
+		n := w.node("worker-5e6f", "", ip)
+		j := w.janitor(janitor.Options{DeleteOrphansAfter: janitor.MinDeleteOrphansAfter})
+		for range 3 {
+			if rep := w.sweep(j); !reported(rep, id) || len(rep.OrphansDeleted) > 0 {
+				t.Fatalf("orphans %+v, deleted %v; want %s reported and kept", rep.Orphans, rep.OrphansDeleted, id)
 			}
-			if !w.exists(id) {
-				t.Fatalf("the janitor deleted orphan %s, which Node %s runs on (its private address %s)", id, n.Name, ip)
-			}
-			if ev := drain(w.events); !strings.Contains(ev, "OrphanNotDeleted") || !strings.Contains(ev, "Node worker-5e6f") {
-				t.Errorf("events %s, want OrphanNotDeleted naming Node worker-5e6f", ev)
-			}
-			w.deleteNode(n)
-			w.sweep(j)
-			w.clock.add(janitor.MinDeleteOrphansAfter)
-			if rep := w.sweep(j); len(rep.OrphansDeleted) != 1 || w.exists(id) {
-				t.Errorf("without its Node, after its grace: deleted %v, want %s", rep.OrphansDeleted, id)
-			}
-		})
-	}
+			w.clock.add(time.Hour)
+		}
+		if !w.exists(id) {
+			t.Fatalf("the janitor deleted orphan %s, which Node %s runs on (its private address %s)", id, n.Name, ip)
+		}
+		if ev := drain(w.events); !strings.Contains(ev, "OrphanNotDeleted") || !strings.Contains(ev, "Node worker-5e6f") {
+			t.Errorf("events %s, want OrphanNotDeleted naming Node worker-5e6f", ev)
+		}
+		w.deleteNode(n)
+		w.sweep(j)
+		w.deletedAfter(j, janitor.MinDeleteOrphansAfter, id, "without its Node, after its grace")
+	})
 }
 
 // The grace counts from the last moment no Node vetoed: an orphan a Node
@@ -244,43 +253,38 @@ func TestNodeOnAPrivateAddressVetoesAnOrphansDeletion(t *testing.T) {
 // missing (`oc delete node` before a reboot, a re-registration), and a Node
 // back for one sweep starts its grace again.
 func TestVetoRestartsTheOrphanGrace(t *testing.T) {
-	for _, cloudName := range clouds {
-		t.Run(cloudName, func(t *testing.T) {
-			w := startWorld(t, cloudName)
-			id, _ := w.orphan("infra-7a8b")
-			pid := cloudName + "://" + id
-			n := w.node("infra-7a8b", pid)
-			grace := janitor.MinDeleteOrphansAfter
-			j := w.janitor(janitor.Options{DeleteOrphansAfter: grace})
-			w.sweep(j)
-			w.clock.add(30 * 24 * time.Hour)
-			w.sweep(j)
-			w.deleteNode(n) // before a reboot
-			w.sweep(j)
-			if !w.exists(id) {
-				t.Fatal("a month's orphan was deleted at the first sweep its Node was missing")
-			}
-			w.clock.add(grace - time.Minute)
-			w.sweep(j)
-			n = w.node("infra-7a8b", pid) // registered again
-			w.clock.add(time.Minute)
-			w.sweep(j)
-			w.deleteNode(n)
-			w.clock.add(time.Minute)
-			w.sweep(j) // the grace starts here
-			w.clock.add(grace - time.Minute)
-			if rep := w.sweep(j); len(rep.OrphansDeleted) > 0 || !w.exists(id) {
-				t.Fatalf("deleted %v %s after its Node came back: the grace did not start again", rep.OrphansDeleted, grace-time.Minute)
-			}
-			w.clock.add(time.Minute)
-			if rep := w.sweep(j); len(rep.OrphansDeleted) != 1 || w.exists(id) {
-				t.Errorf("a full grace without a Node: deleted %v, want %s", rep.OrphansDeleted, id)
-			}
-			if ev := drain(w.events); !strings.Contains(ev, "OrphanDeleted") || !strings.Contains(ev, "with no Node on it since") {
-				t.Errorf("events %s, want OrphanDeleted saying since when no Node ran on it", ev)
-			}
-		})
-	}
+	onEachCloud(t, func(t *testing.T, w *world) {
+		cloudName := w.cloudName
+		id, _ := w.orphan("infra-7a8b")
+		pid := cloudName + "://" + id
+		n := w.node("infra-7a8b", pid)
+		grace := janitor.MinDeleteOrphansAfter
+		j := w.janitor(janitor.Options{DeleteOrphansAfter: grace})
+		w.sweep(j)
+		w.clock.add(30 * 24 * time.Hour)
+		w.sweep(j)
+		w.deleteNode(n) // before a reboot
+		w.sweep(j)
+		if !w.exists(id) {
+			t.Fatal("a month's orphan was deleted at the first sweep its Node was missing")
+		}
+		w.clock.add(grace - time.Minute)
+		w.sweep(j)
+		n = w.node("infra-7a8b", pid) // registered again
+		w.clock.add(time.Minute)
+		w.sweep(j)
+		w.deleteNode(n)
+		w.clock.add(time.Minute)
+		w.sweep(j) // the grace starts here
+		w.clock.add(grace - time.Minute)
+		if rep := w.sweep(j); len(rep.OrphansDeleted) > 0 || !w.exists(id) {
+			t.Fatalf("deleted %v %s after its Node came back: the grace did not start again", rep.OrphansDeleted, grace-time.Minute)
+		}
+		w.deletedAfter(j, time.Minute, id, "a full grace without a Node")
+		if ev := drain(w.events); !strings.Contains(ev, "OrphanDeleted") || !strings.Contains(ev, "with no Node on it since") {
+			t.Errorf("events %s, want OrphanDeleted saying since when no Node ran on it", ev)
+		}
+	})
 }
 
 // The orphan record is a ConfigMap anyone who may write ConfigMaps of the
@@ -288,25 +292,20 @@ func TestVetoRestartsTheOrphanGrace(t *testing.T) {
 // grace, which counts from when the janitor itself first saw the orphan
 // with no Node on it.
 func TestBackdatedOrphanRecordDoesNotShortenTheGrace(t *testing.T) {
-	for _, cloudName := range clouds {
-		t.Run(cloudName, func(t *testing.T) {
-			w := startWorld(t, cloudName)
-			id, _ := w.orphan("ghost")
-			back := w.clock.now().Add(-30 * 24 * time.Hour).UTC()
-			if _, err := w.registry.Record(w.ctx, orphans.Orphan{Cloud: cloudName, ServerID: id, ServerName: "ghost", Machine: "ghost",
-				ClusterID: fixture.ClusterID, Account: "default", Reason: "written by hand", Since: back, Verified: true}); err != nil {
-				t.Fatal(err)
-			}
-			j := w.janitor(janitor.Options{DeleteOrphansAfter: janitor.MinDeleteOrphansAfter})
-			if rep := w.sweep(j); !reported(rep, id) || len(rep.OrphansDeleted) > 0 || !w.exists(id) {
-				t.Fatalf("the first sweep deleted %v: the record's since (%s) shortened the grace", rep.OrphansDeleted, back)
-			}
-			w.clock.add(janitor.MinDeleteOrphansAfter)
-			if rep := w.sweep(j); len(rep.OrphansDeleted) != 1 || w.exists(id) {
-				t.Errorf("after the janitor's own grace: deleted %v, want %s", rep.OrphansDeleted, id)
-			}
-		})
-	}
+	onEachCloud(t, func(t *testing.T, w *world) {
+		cloudName := w.cloudName
+		id, _ := w.orphan("ghost")
+		back := w.clock.now().Add(-30 * 24 * time.Hour).UTC()
+		if _, err := w.registry.Record(w.ctx, orphans.Orphan{Cloud: cloudName, ServerID: id, ServerName: "ghost", Machine: "ghost",
+			ClusterID: fixture.ClusterID, Account: "default", Reason: "written by hand", Since: back, Verified: true}); err != nil {
+			t.Fatal(err)
+		}
+		j := w.janitor(janitor.Options{DeleteOrphansAfter: janitor.MinDeleteOrphansAfter})
+		if rep := w.sweep(j); !reported(rep, id) || len(rep.OrphansDeleted) > 0 || !w.exists(id) {
+			t.Fatalf("the first sweep deleted %v: the record's since (%s) shortened the grace", rep.OrphansDeleted, back)
+		}
+		w.deletedAfter(j, janitor.MinDeleteOrphansAfter, id, "after the janitor's own grace")
+	})
 }
 
 // The adoption record keeps servers from orphan reporting: an adoption
@@ -315,47 +314,44 @@ func TestBackdatedOrphanRecordDoesNotShortenTheGrace(t *testing.T) {
 // reports the server), a server left alone for good (never reported, never
 // deleted, however long its Node is missing).
 func TestAdoptionRecordExpiresLeftAloneDoesNot(t *testing.T) {
-	for _, cloudName := range clouds {
-		t.Run(cloudName, func(t *testing.T) {
-			w := startWorld(t, cloudName)
-			abandoned, _ := w.orphan("worker-0a1b")
-			older, _ := w.orphan("worker-2c3d")
-			left, _ := w.orphan("infra-4e5f")
-			now := w.clock.now().UTC()
-			if err := w.adoptions.Begin(w.ctx,
-				orphans.Adoption{ServerID: abandoned, ServerName: "worker-0a1b", Machine: "worker-0a1b", ClusterID: fixture.ClusterID, Since: now, Expires: now.Add(orphans.AdoptionTTL)},
-				// written by an earlier release: no expires
-				orphans.Adoption{ServerID: older, ServerName: "worker-2c3d", ClusterID: fixture.ClusterID, Since: now},
-				orphans.Adoption{ServerID: left, ServerName: "infra-4e5f", ClusterID: fixture.ClusterID, Since: now, LeftAlone: "adopt left it alone: --leave-role infra"},
-			); err != nil {
-				t.Fatal(err)
-			}
-			j := w.janitor(janitor.Options{DeleteOrphansAfter: janitor.MinDeleteOrphansAfter})
-			if rep := w.sweep(j); len(rep.Orphans) != 0 || !slices.Contains(rep.LeftAlone, left) {
-				t.Fatalf("during the adoption: orphans %+v, left alone %v", rep.Orphans, rep.LeftAlone)
-			}
-			w.clock.add(orphans.AdoptionTTL + time.Minute)
-			rep := w.sweep(j)
-			if !reported(rep, abandoned) || !reported(rep, older) || reported(rep, left) {
-				t.Fatalf("a day after the adoption was abandoned: orphans %+v, want %s and %s, not the one left alone", rep.Orphans, abandoned, older)
-			}
-			if ev := drain(w.events); strings.Count(ev, "AdoptionRecordExpired") != 2 || !strings.Contains(ev, "adopt --apply") {
-				t.Errorf("events %s, want AdoptionRecordExpired for each, saying how to resume", ev)
-			}
-			recorded, err := w.adoptions.List(w.ctx)
-			if err != nil || len(recorded) != 1 || recorded[left].LeftAlone == "" {
-				t.Errorf("the adoption record %+v (%v), want only the server left alone", recorded, err)
-			}
-			for range 3 {
-				w.clock.add(30 * 24 * time.Hour)
-				w.sweep(j)
-			}
-			if !w.exists(left) {
-				t.Error("a server left alone was deleted")
-			}
-			if w.exists(abandoned) || w.exists(older) {
-				t.Error("the servers of the abandoned adoption were never deleted as orphans")
-			}
-		})
-	}
+	onEachCloud(t, func(t *testing.T, w *world) {
+		abandoned, _ := w.orphan("worker-0a1b")
+		older, _ := w.orphan("worker-2c3d")
+		left, _ := w.orphan("infra-4e5f")
+		now := w.clock.now().UTC()
+		if err := w.adoptions.Begin(w.ctx,
+			orphans.Adoption{ServerID: abandoned, ServerName: "worker-0a1b", Machine: "worker-0a1b", ClusterID: fixture.ClusterID, Since: now, Expires: now.Add(orphans.AdoptionTTL)},
+			// written by an earlier release: no expires
+			orphans.Adoption{ServerID: older, ServerName: "worker-2c3d", ClusterID: fixture.ClusterID, Since: now},
+			orphans.Adoption{ServerID: left, ServerName: "infra-4e5f", ClusterID: fixture.ClusterID, Since: now, LeftAlone: "adopt left it alone: --leave-role infra"},
+		); err != nil {
+			t.Fatal(err)
+		}
+		j := w.janitor(janitor.Options{DeleteOrphansAfter: janitor.MinDeleteOrphansAfter})
+		if rep := w.sweep(j); len(rep.Orphans) != 0 || !slices.Contains(rep.LeftAlone, left) {
+			t.Fatalf("during the adoption: orphans %+v, left alone %v", rep.Orphans, rep.LeftAlone)
+		}
+		w.clock.add(orphans.AdoptionTTL + time.Minute)
+		rep := w.sweep(j)
+		if !reported(rep, abandoned) || !reported(rep, older) || reported(rep, left) {
+			t.Fatalf("a day after the adoption was abandoned: orphans %+v, want %s and %s, not the one left alone", rep.Orphans, abandoned, older)
+		}
+		if ev := drain(w.events); strings.Count(ev, "AdoptionRecordExpired") != 2 || !strings.Contains(ev, "adopt --apply") {
+			t.Errorf("events %s, want AdoptionRecordExpired for each, saying how to resume", ev)
+		}
+		recorded, err := w.adoptions.List(w.ctx)
+		if err != nil || len(recorded) != 1 || recorded[left].LeftAlone == "" {
+			t.Errorf("the adoption record %+v (%v), want only the server left alone", recorded, err)
+		}
+		for range 3 {
+			w.clock.add(30 * 24 * time.Hour)
+			w.sweep(j)
+		}
+		if !w.exists(left) {
+			t.Error("a server left alone was deleted")
+		}
+		if w.exists(abandoned) || w.exists(older) {
+			t.Error("the servers of the abandoned adoption were never deleted as orphans")
+		}
+	})
 }
