@@ -259,7 +259,8 @@ func (a *Adopter) finishEvictions(ctx context.Context, p *Plan, r *Report) {
 			continue
 		}
 		if err := a.deleteEvictedNode(ctx, p, rec); err != nil {
-			r.Errors = append(r.Errors, err)
+			r.Errors = append(r.Errors, fmt.Errorf("%w; the adoption record %s names it as the Node of the evicted member %s: once you have dealt with the Node, remove that key",
+				err, orphans.AdoptionsConfigMapName(a.cloud.Name()), id))
 			continue
 		}
 		r.Replaced++
