@@ -245,6 +245,7 @@ func (a *Adopter) notEvictedMembers(p *Plan, rec orphans.Adoption, node *corev1.
 // (and so its group) may be gone too. A member still there is left to
 // applyReplace, which evicts it (again).
 func (a *Adopter) finishEvictions(ctx context.Context, p *Plan, r *Report) {
+	a.ignoreEvictingAnnotations(ctx)
 	recorded, err := a.record.List(ctx)
 	if err != nil {
 		r.Errors = append(r.Errors, err)
@@ -264,6 +265,26 @@ func (a *Adopter) finishEvictions(ctx context.Context, p *Plan, r *Report) {
 			continue
 		}
 		r.Replaced++
+	}
+}
+
+// legacyEvictingAnnotation is what earlier releases recorded an eviction
+// in, on the replacing MachineSet: "<member ID> <Node>". Anyone who may
+// patch a MachineSet can write it, so it is not acted on, only named.
+const legacyEvictingAnnotation = "machine.appuio.io/evicting-pool-member"
+
+// ignoreEvictingAnnotations says which MachineSets carry
+// legacyEvictingAnnotation, and that nothing is done about it.
+func (a *Adopter) ignoreEvictingAnnotations(ctx context.Context) {
+	var sets machinev1beta1.MachineSetList
+	if err := a.kube.List(ctx, &sets, client.InNamespace(a.o.Namespace)); err != nil {
+		return
+	}
+	for _, ms := range sets.Items {
+		if v, ok := ms.Annotations[legacyEvictingAnnotation]; ok {
+			a.progress("%s: annotation %s=%q is not acted on (adopt acts only on its adoption record): if it names a Node whose server is gone, check and delete that Node by hand",
+				ms.Name, legacyEvictingAnnotation, v)
+		}
 	}
 }
 
