@@ -208,7 +208,7 @@ func (c *Client) server(d *instance) *cloud.Server {
 	if d.InstanceType != nil {
 		typeName = c.typeName(d.InstanceType.ID)
 	}
-	return toServer(d, typeName, c.privateIPs(string(d.ID)))
+	return toServer(d, typeName, c.privateIPMap(string(d.ID)))
 }
 
 // GetServer reads an instance by ID, in its zone if the client knows it,
@@ -464,11 +464,17 @@ func (c *Client) operationFailed(ctx context.Context, op *v3.Operation, what str
 // DeleteServer deletes the instance, then the provider's anti-affinity
 // groups it leaves empty. An instance already gone is no error. The
 // instance is read right before the delete: only one that carries the
-// Machine's identity at that moment is deleted (a *cloud.NotOwnedError
-// otherwise, and nothing is sent).
-func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server) error {
+// Machine's identity at that moment, and that no Node runs on (veto, asked
+// with that record and, when a Node could run on it by address, the
+// leases of its private networks read then), is deleted (a
+// *cloud.NotOwnedError or the veto's error otherwise, and nothing is
+// sent).
+func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server, veto cloud.NodeVeto) error {
 	if s == nil || s.ID == "" {
 		return errors.New("exoscale: DeleteServer needs a server with an ID")
+	}
+	if veto == nil {
+		return cloud.ErrNoVeto
 	}
 	if err := checkRef(m); err != nil {
 		return err
@@ -483,6 +489,9 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 		return err
 	}
 	if err := cloud.CheckOwned(m, got); err != nil {
+		return err
+	}
+	if err := cloud.CheckVeto(ctx, veto, got, c.readLeases); err != nil {
 		return err
 	}
 	d := detailOf(got)

@@ -78,7 +78,8 @@ func (c *Client) SyncServer(ctx context.Context, m cloud.MachineRef, spec cloud.
 	if err := c.learnPrivateIPs(ctx, d); err != nil {
 		errs = append(errs, err)
 	}
-	s.Addresses = nodeAddresses(d, c.privateIPs(s.ID))
+	private := c.privateIPMap(s.ID)
+	s.Addresses, s.AddressesUnknown = nodeAddresses(d, private), unknownAddresses(d, private)
 	return drift, errors.Join(errs...)
 }
 
@@ -304,27 +305,27 @@ func (c *Client) rememberPrivateIP(instanceID, networkID, ip string) {
 	c.addrs.m[instanceID][networkID] = ip
 }
 
+func (c *Client) forgetPrivateIP(instanceID, networkID string) {
+	c.addrs.mu.Lock()
+	defer c.addrs.mu.Unlock()
+	delete(c.addrs.m[instanceID], networkID)
+}
+
 func (c *Client) privateIPMap(instanceID string) map[string]string {
 	c.addrs.mu.Lock()
 	defer c.addrs.mu.Unlock()
 	return maps.Clone(c.addrs.m[instanceID])
 }
 
-// privateIPs are the instance's known private addresses.
-func (c *Client) privateIPs(instanceID string) []string {
-	var out []string
-	for _, ip := range c.privateIPMap(instanceID) {
-		if ip != "" {
-			out = append(out, ip)
-		}
-	}
-	return out
-}
-
 // learnPrivateIPs reads the leases of the instance's networks whose address
 // it does not know yet.
 func (c *Client) learnPrivateIPs(ctx context.Context, d *instance) error {
-	known := c.privateIPMap(string(d.ID))
+	return c.readPrivateIPs(ctx, d, c.privateIPMap(string(d.ID)))
+}
+
+// readPrivateIPs reads the leases of the instance's networks, but those
+// whose address known holds, and remembers them.
+func (c *Client) readPrivateIPs(ctx context.Context, d *instance, known map[string]string) error {
 	for _, n := range d.PrivateNetworks {
 		if _, ok := known[string(n.ID)]; ok {
 			continue
@@ -353,9 +354,40 @@ func (c *Client) learnPrivateIPs(ctx context.Context, d *instance) error {
 		if ip == "" && len(pn.StartIP) > 0 {
 			// A managed network that has not leased the address yet:
 			// look again next time.
+			c.forgetPrivateIP(string(d.ID), string(n.ID))
 			continue
 		}
 		c.rememberPrivateIP(string(d.ID), string(n.ID), ip)
 	}
+	return nil
+}
+
+// readLeases gives a fresh record of an instance every address its private
+// networks' leases say it has now (not what the client remembers): the
+// Node veto's read before a delete (cloud.CheckVeto).
+func (c *Client) readLeases(ctx context.Context, s *cloud.Server) error {
+	d := detailOf(s)
+	if d == nil {
+		return fmt.Errorf("exoscale: instance %s has no record", s.ID)
+	}
+	if err := c.readPrivateIPs(ctx, d, nil); err != nil {
+		return err
+	}
+	private := c.privateIPMap(s.ID)
+	s.Addresses, s.AddressesUnknown = nodeAddresses(d, private), unknownAddresses(d, private)
+	return nil
+}
+
+// ReadAddresses reads the instance again, and the leases of its private
+// networks (cloud.Client).
+func (c *Client) ReadAddresses(ctx context.Context, s *cloud.Server) error {
+	got, err := c.GetServer(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	if err := c.readLeases(ctx, got); err != nil {
+		return err
+	}
+	s.Addresses, s.AddressesUnknown = got.Addresses, got.AddressesUnknown
 	return nil
 }
