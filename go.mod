@@ -24,6 +24,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/coreos/stream-metadata-go v0.4.11 // indirect
+
 require (
 	cel.dev/expr v0.24.0 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect

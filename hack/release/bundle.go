@@ -497,7 +497,10 @@ func permissions(in *objects, namespace string) (perms, error) {
 		}
 		role := roles[roleRef.Name]
 		sas := serviceAccountsOf(subjects, namespace)
-		if roleRef.Kind != roleKind || role == nil || sas == nil {
+		if ns := u.GetNamespace(); roleRef.Kind != roleKind || role == nil || sas == nil || (ns != "" && ns != namespace) {
+			// (a binding in another namespace, as the boot image
+			// controller's in openshift-machine-config-operator, grants
+			// there, not in the CSV's namespace)
 			// Not for the CSV: the binding stays as it is, and its role.
 			if role != nil {
 				roleKept[role] = true
