@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -246,4 +247,18 @@ output directory to the mirror; docs/boot-images.md has the same steps command f
 	fl.StringVar(&dir, "dir", ".", "where to write the files")
 	fl.BoolVar(&exoscale, "exoscale", false, "also make the Exoscale copy (needs virt-ls, virt-edit and virt-cat)")
 	return cmd
+}
+
+// warnBootImageSkew says, before adopt's and the switch's plans, when the
+// cluster would be held back by the boot-image skew enforcement of
+// OpenShift 4.22, and how to clear it.
+func warnBootImageSkew(ctx context.Context, out io.Writer, kube client.Reader) {
+	msg, err := bootimages.HeldBack(ctx, kube, "")
+	if err != nil {
+		fmt.Fprintf(out, "WARNING: could not tell whether boot-image skew enforcement would hold the cluster back: %v\n\n", err)
+		return
+	}
+	if msg != "" {
+		fmt.Fprintf(out, "WARNING: %s\n\n", msg)
+	}
 }

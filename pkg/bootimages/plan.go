@@ -205,13 +205,19 @@ func Target(images []cloud.BootImage, m *MachineSet) *cloud.BootImage {
 	if m.Want == nil {
 		return nil
 	}
+	var found *cloud.BootImage
 	for i := range images {
 		im := &images[i]
 		if im.Ready && im.RHCOS == m.Want.RHCOS && im.Stream == m.Want.Stream && im.Arch == m.Want.Arch && slices.Contains(im.Zones, m.Zone) {
-			return im
+			if m.Ref == im.Ref || m.Ref == im.ID {
+				return im // the one it boots: no move between equals
+			}
+			if found == nil {
+				found = im
+			}
 		}
 	}
-	return nil
+	return found
 }
 
 // Boots is the provider's image that ref in zone names, nil for another.

@@ -13,6 +13,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,17 +94,23 @@ type SkewRecord struct {
 }
 
 // ReadSkewRecord reads MachineConfiguration cluster.
+// It reads it unstructured, so that any client can (adopt's, the
+// switch's): a cluster without the kind has no record.
 func ReadSkewRecord(ctx context.Context, r client.Reader) (SkewRecord, error) {
-	mc := &operatorv1.MachineConfiguration{}
-	err := r.Get(ctx, types.NamespacedName{Name: MachineConfigurationName}, mc)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(operatorv1.GroupVersion.WithKind("MachineConfiguration"))
+	err := r.Get(ctx, types.NamespacedName{Name: MachineConfigurationName}, u)
 	switch {
 	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
 		return SkewRecord{}, nil
 	case err != nil:
 		return SkewRecord{}, err
 	}
-	s := mc.Spec.BootImageSkewEnforcement
-	return SkewRecord{Found: true, Mode: string(s.Mode), RHCOS: s.Manual.RHCOSVersion, OCP: s.Manual.OCPVersion}, nil
+	str := func(path ...string) string {
+		v, _, _ := unstructured.NestedString(u.Object, append([]string{"spec", "bootImageSkewEnforcement"}, path...)...)
+		return v
+	}
+	return SkewRecord{Found: true, Mode: str("mode"), RHCOS: str("manual", "rhcosVersion"), OCP: str("manual", "ocpVersion")}, nil
 }
 
 // RecordPatch is the merge patch that records rhcos as the cluster's
@@ -134,8 +141,9 @@ func WriteSkewRecord(ctx context.Context, c client.Client, rec SkewRecord, rhcos
 	if !rhcosVersionPattern.MatchString(rhcos) {
 		return false, fmt.Errorf("RHCOS version %q is not in the format the MachineConfiguration takes", rhcos)
 	}
-	mc := &operatorv1.MachineConfiguration{}
-	mc.Name = MachineConfigurationName
+	mc := &unstructured.Unstructured{}
+	mc.SetGroupVersionKind(operatorv1.GroupVersion.WithKind("MachineConfiguration"))
+	mc.SetName(MachineConfigurationName)
 	if err := c.Patch(ctx, mc, client.RawPatch(types.MergePatchType, RecordPatch(rhcos))); err != nil {
 		return false, fmt.Errorf("recording the boot image in MachineConfiguration %s: %w", MachineConfigurationName, err)
 	}
@@ -153,18 +161,21 @@ var SkewLimitBefore = [2]int{4, 13}
 // MachineConfiguration cluster records no boot image. oldest, when known,
 // goes into the command printed.
 func HeldBack(ctx context.Context, r client.Reader, oldest string) (string, error) {
-	cv := &configv1.ClusterVersion{}
+	cv := &unstructured.Unstructured{}
+	cv.SetGroupVersionKind(configv1.GroupVersion.WithKind("ClusterVersion"))
 	if err := r.Get(ctx, types.NamespacedName{Name: "version"}, cv); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return "", nil
 		}
 		return "", err
 	}
-	h := cv.Status.History
+	// the history is newest first: its last entry is the install
+	h, _, _ := unstructured.NestedSlice(cv.Object, "status", "history")
 	if len(h) == 0 {
 		return "", nil
 	}
-	installed := h[len(h)-1].Version
+	last, _ := h[len(h)-1].(map[string]any)
+	installed, _ := last["version"].(string)
 	maj, min, ok := majorMinor(installed)
 	if !ok || maj > SkewLimitBefore[0] || (maj == SkewLimitBefore[0] && min >= SkewLimitBefore[1]) {
 		return "", nil
