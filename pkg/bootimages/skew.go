@@ -32,6 +32,10 @@ import (
 // MachineConfigurationName is the cluster's MachineConfiguration.
 const MachineConfigurationName = "cluster"
 
+// SkewErrorReason is the reason of machine-config's Upgradeable=False when
+// the boot images are too old (machine-config-operator, main branch).
+const SkewErrorReason = "ClusterBootImageSkewError"
+
 // rhcosVersionPattern is the format the MachineConfiguration's validation
 // takes for manual.rhcosVersion.
 var rhcosVersionPattern = regexp.MustCompile(`^[0-9]+\.[0-9]+\.([0-9]{8}|[0-9]{12})-[0-9]+$`)
@@ -189,9 +193,9 @@ func HeldBack(ctx context.Context, r client.Reader, oldest string) (string, erro
 	}
 	return fmt.Sprintf("the cluster was installed with OpenShift %s, before %d.%d, and MachineConfiguration %s records no boot image: "+
 		"from OpenShift 4.22 the machine-config-operator takes the install version for the boot images' and holds the cluster back "+
-		"(machine-config Upgradeable=False, ClusterBootImageSkewError). Record the oldest boot image the MachineSets boot:\n  %s\n"+
+		"(machine-config Upgradeable=False, %s). Record the oldest boot image the MachineSets boot:\n  %s\n"+
 		"(or let the provider record it: docs/boot-images.md)",
-		installed, SkewLimitBefore[0], SkewLimitBefore[1], MachineConfigurationName, ClearCommand(oldest)), nil
+		installed, SkewLimitBefore[0], SkewLimitBefore[1], MachineConfigurationName, SkewErrorReason, ClearCommand(oldest)), nil
 }
 
 // ClearCommand is the command that records oldest (a placeholder when

@@ -13,8 +13,8 @@ import (
 var (
 	outdated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "machine_api_provider_machineset_boot_image_outdated",
-		Help: "1 for each MachineSet of the provider that does not boot its release's RHCOS (stream and architecture), 0 for one that does; published by the boot image controller while it runs.",
-	}, []string{"cloud", "namespace", "machineset", "reason"})
+		Help: "1 for each MachineSet of the provider (in the manager's namespace) that does not boot its release's RHCOS (stream and architecture), 0 for one that does, with the reason (NotFollowing, ImportInProgress, NoReleaseImage, Current); published by the boot image controller while it runs.",
+	}, []string{"cloud", "machineset", "reason"})
 	importsDone = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_provider_boot_image_imports_total",
 		Help: "Boot image imports the provider ended, by result (success, failure).",
@@ -54,6 +54,6 @@ func (c *Controller) exportMetrics(sets []*bootimages.MachineSet, images []cloud
 		case m.Ref != target.Ref && m.Ref != target.ID:
 			v, reason = 1, ReasonNotFollowing
 		}
-		outdated.WithLabelValues(name, m.MS.Namespace, m.MS.Name, reason).Set(v)
+		outdated.WithLabelValues(name, m.MS.Name, reason).Set(v)
 	}
 }
