@@ -30,6 +30,9 @@ type FakeRelease struct {
 	Arches []string
 	// VirtualSize of the images (a qcow2 header's); default 16 GiB.
 	VirtualSize int64
+	// Padding makes each image file this many bytes longer (the
+	// benchmark's downloads).
+	Padding int
 }
 
 // Build returns the ConfigMap and the mirror's files by path ("/<file>"):
@@ -52,7 +55,8 @@ func (f FakeRelease) Build(artifacts string) (*corev1.ConfigMap, map[string][]by
 		for _, a := range arches {
 			rpm := arch.RpmArch(a)
 			file := fmt.Sprintf("rhcos-%s-openstack.%s.qcow2", rhcos, rpm)
-			image := imagefetch.FakeQCOW2(size, "openstack "+name+" "+rhcos+" "+rpm)
+			pad := string(make([]byte, f.Padding))
+			image := imagefetch.FakeQCOW2(size, "openstack "+name+" "+rhcos+" "+rpm+pad)
 			var gz bytes.Buffer
 			w := gzip.NewWriter(&gz)
 			if _, err := w.Write(image); err != nil {
@@ -62,7 +66,7 @@ func (f FakeRelease) Build(artifacts string) (*corev1.ConfigMap, map[string][]by
 				return nil, nil, err
 			}
 			// what `images prepare` makes of it: another file
-			prepared := imagefetch.FakeQCOW2(size, "exoscale "+name+" "+rhcos+" "+rpm)
+			prepared := imagefetch.FakeQCOW2(size, "exoscale "+name+" "+rhcos+" "+rpm+pad)
 			exo := strings.Replace(file, "-openstack.", "-exoscale.", 1)
 			files["/"+file] = image
 			files["/"+exo] = prepared
