@@ -117,6 +117,16 @@ func ReadSkewRecord(ctx context.Context, r client.Reader) (SkewRecord, error) {
 	return SkewRecord{Found: true, Mode: str("mode"), RHCOS: str("manual", "rhcosVersion"), OCP: str("manual", "ocpVersion")}, nil
 }
 
+// NewMachineConfiguration is MachineConfiguration cluster as a cluster has
+// it before anyone records a boot image (the local cluster and tests make
+// it): managed, nothing else set.
+func NewMachineConfiguration() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"managementState": "Managed"}}}
+	u.SetGroupVersionKind(operatorv1.GroupVersion.WithKind("MachineConfiguration"))
+	u.SetName(MachineConfigurationName)
+	return u
+}
+
 // RecordPatch is the merge patch that records rhcos as the cluster's
 // oldest boot image.
 func RecordPatch(rhcos string) []byte {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +25,7 @@ func (e *Env) bootImageObjects(ctx context.Context) error {
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bootimages.Namespace}}); err != nil {
 		return err
 	}
-	return e.Client.Create(ctx, &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: bootimages.MachineConfigurationName}})
+	return e.Client.Create(ctx, bootimages.NewMachineConfiguration())
 }
 
 // PublishRelease writes r's ConfigMap coreos-bootimages, as an upgrade to r

@@ -114,7 +114,9 @@ func cloudWorlds(t *testing.T) map[string]func(t *testing.T) *world {
 				}}
 		},
 		"exoscale": func(t *testing.T) *world {
-			e, err := emuexo.New(emuexo.Config{})
+			acc := emuexo.DefaultAccount
+			acc.Quotas = map[string]int64{"template": 50} // a template per image and zone
+			e, err := emuexo.New(emuexo.Config{Accounts: []emuexo.Account{acc}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +151,7 @@ func start(t *testing.T, w *world, o bootimagesctl.Options) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.c.Create(w.ctx, &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}); err != nil {
+	if err := w.c.Create(w.ctx, bootimages.NewMachineConfiguration()); err != nil {
 		t.Fatal(err)
 	}
 	w.mirror = newMirror(t)
@@ -452,3 +454,65 @@ func TestBootImagesFollowTheRelease(t *testing.T) {
 }
 
 func sorted(s []string) []string { slices.Sort(s); return s }
+
+// A cluster installed before 4.13 without a skew record is held back, and
+// the message gives the command that records the boot image; a record, or
+// a later install, is not.
+func TestHeldBack(t *testing.T) {
+	cfg, _ := testenv.Start(t, testenv.WithCRDs(testenv.MachineConfigurationCRD(t), testenv.ClusterVersionCRD(t)))
+	scheme, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := configv1.Install(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: configv1.ClusterVersionSpec{ClusterID: "5f2b6c4e-1d7a-4c1e-9a57-6f1c2d3e4f50"}}
+	if err := c.Create(ctx, cv); err != nil {
+		t.Fatal(err)
+	}
+	history := func(versions ...string) {
+		t.Helper()
+		now := metav1.Now()
+		cv.Status = configv1.ClusterVersionStatus{Desired: configv1.Release{Version: versions[0]}, VersionHash: "x"}
+		for _, v := range versions {
+			cv.Status.History = append(cv.Status.History, configv1.UpdateHistory{State: configv1.CompletedUpdate, Version: v, StartedTime: now, CompletionTime: &now, Image: "quay.io/x:" + v})
+		}
+		if err := c.Status().Update(ctx, cv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	history("4.21.5", "4.16.3", "4.12.9")
+	// no MachineConfiguration at all: held back (the MCO creates one)
+	msg, err := bootimages.HeldBack(ctx, c, "")
+	if err != nil || !strings.Contains(msg, "installed with OpenShift 4.12.9") || !strings.Contains(msg, "oc patch machineconfiguration cluster --type merge") {
+		t.Fatalf("installed with 4.12: %q, %v", msg, err)
+	}
+	if err := c.Create(ctx, bootimages.NewMachineConfiguration()); err != nil {
+		t.Fatal(err)
+	}
+	msg, err = bootimages.HeldBack(ctx, c, "9.6.20250523-0")
+	if err != nil || !strings.Contains(msg, `"rhcosVersion":"9.6.20250523-0"`) {
+		t.Fatalf("with the oldest known: %q, %v", msg, err)
+	}
+	// the command it prints is one the API takes, and clears it
+	mc := bootimages.NewMachineConfiguration()
+	if err := c.Patch(ctx, mc, client.RawPatch(types.MergePatchType, bootimages.RecordPatch("9.6.20250523-0"))); err != nil {
+		t.Fatalf("the printed patch: %v", err)
+	}
+	if msg, err := bootimages.HeldBack(ctx, c, ""); err != nil || msg != "" {
+		t.Fatalf("with a record: %q, %v", msg, err)
+	}
+	history("4.21.5", "4.13.0")
+	if err := c.Patch(ctx, mc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"bootImageSkewEnforcement":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := bootimages.HeldBack(ctx, c, ""); err != nil || msg != "" {
+		t.Fatalf("installed with 4.13: %q, %v", msg, err)
+	}
+}
