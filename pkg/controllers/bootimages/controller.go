@@ -89,10 +89,10 @@ type Controller struct {
 // importJob is an import under way or done.
 type importJob struct {
 	running  bool
+	zones    []string // the zones it imports into
 	err      error
 	failures int
 	retryAt  time.Time
-	reported bool
 }
 
 // New builds the controller.
@@ -202,6 +202,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 			}
 			continue
 		}
+		seen := c.jobs()
 		images, err := ic.ListBootImages(ctx, c.o.ClusterID)
 		if err != nil {
 			// a zone that did not answer: its images are missing from
@@ -210,7 +211,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 		}
 		all = append(all, images...)
 		for _, n := range needs {
-			c.need(ctx, secret, ic, n, images)
+			c.need(ctx, secret, ic, n, images, seen)
 		}
 		if err == nil {
 			c.prune(ctx, ic, images, refs, ours)
@@ -230,7 +231,7 @@ func (c *Controller) Pass(ctx context.Context) error {
 
 // need imports what n lacks, or says how its import goes, and moves the
 // MachineSets that follow once the image is there.
-func (c *Controller) need(ctx context.Context, secret string, ic cloud.ImageClient, n *bootimages.Need, images []cloud.BootImage) {
+func (c *Controller) need(ctx context.Context, secret string, ic cloud.ImageClient, n *bootimages.Need, images []cloud.BootImage, seen map[string]importJob) {
 	var missing []string
 	for _, z := range n.Zones {
 		if !slices.ContainsFunc(images, func(im cloud.BootImage) bool {
@@ -240,31 +241,47 @@ func (c *Controller) need(ctx context.Context, secret string, ic cloud.ImageClie
 		}
 	}
 	key := secret + "|" + n.Key() + "|" + strings.Join(n.Zones, ",")
+	// The verdicts come from the jobs as they were before the images were
+	// listed (seen): a job that ended since has changed the cloud after
+	// the list (an image deleted for its checksum, another made), so its
+	// zones wait for the next pass's list.
+	was, wasKnown := seen[key]
 	c.mu.Lock()
 	job := c.imports[key]
 	now := c.o.Now()
-	start := len(missing) > 0 && (job == nil || (!job.running && job.err == nil) || (!job.running && !now.Before(job.retryAt)))
+	changedSince := job != nil && (!wasKnown || was.running) && !job.running
+	start := len(missing) > 0 && !changedSince && (job == nil || (!job.running && (job.err == nil || !now.Before(job.retryAt))))
 	if start {
 		if job == nil {
 			job = &importJob{}
 			c.imports[key] = job
 		}
-		job.running, job.err, job.reported = true, nil, false
+		job.running, job.err, job.zones = true, nil, missing
 	}
-	running, failed := job != nil && job.running, job != nil && !job.running && job.err != nil
 	c.mu.Unlock()
+	running := start || was.running || changedSince
+	failed := !running && was.err != nil
+	jobErr, jobZones := was.err, was.zones
+	if start {
+		jobZones = missing
+	}
 	if start {
 		c.startImport(ctx, secret, ic, n, missing, key)
 	}
 	var failures map[string]*cloud.BootImageError // by zone, "" all
 	if failed {
 		failures = map[string]*cloud.BootImageError{}
-		for _, be := range bootimages.Errors(job.err) {
+		for _, be := range bootimages.Errors(jobErr) {
 			failures[be.Zone] = be
 		}
 	}
 	for _, m := range n.MachineSets {
 		target := bootimages.Target(images, m)
+		if running && (changedSince || slices.Contains(jobZones, m.Zone)) {
+			// an Exoscale template is listed while its registration or
+			// copy runs: usable only once the import says so
+			target = nil
+		}
 		switch {
 		case target != nil && (m.Ref == target.Ref || m.Ref == target.ID):
 			c.condition(ctx, m, corev1.ConditionTrue, ReasonCurrent, fmt.Sprintf("boots %s, RHCOS %s of OpenShift %s (%s, %s)", target.Ref, target.RHCOS, n.Image.Release, m.Stream, m.Arch))
@@ -278,12 +295,23 @@ func (c *Controller) need(ctx context.Context, secret string, ic cloud.ImageClie
 				be = failures[""]
 			}
 			c.condition(ctx, m, corev1.ConditionFalse, be.Reason, fmt.Sprintf("keeps booting %s: the import of RHCOS %s (%s, %s) failed: %v; retried later", m.Ref, n.Image.RHCOS, m.Stream, m.Arch, be))
-		case running || start:
+		case running:
 			c.condition(ctx, m, corev1.ConditionFalse, ReasonImporting, fmt.Sprintf("boots %s; RHCOS %s (%s, %s) of OpenShift %s is being imported into %s", m.Ref, n.Image.RHCOS, m.Stream, m.Arch, n.Image.Release, strings.Join(n.Zones, ", ")))
 		default:
 			c.condition(ctx, m, corev1.ConditionFalse, ReasonImporting, fmt.Sprintf("boots %s; RHCOS %s (%s, %s) is not in zone %s yet", m.Ref, n.Image.RHCOS, m.Stream, m.Arch, m.Zone))
 		}
 	}
+}
+
+// jobs copies the import jobs' states.
+func (c *Controller) jobs() map[string]importJob {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]importJob, len(c.imports))
+	for k, j := range c.imports {
+		out[k] = *j
+	}
+	return out
 }
 
 // startImport imports n into zones in the background; the pass after it
@@ -296,6 +324,14 @@ func (c *Controller) startImport(ctx context.Context, secret string, ic cloud.Im
 	go func() {
 		started := c.o.Now()
 		err := c.importImage(ctx, ic, n, zones)
+		if ctx.Err() != nil {
+			// the manager stops (leadership lost): no verdict, the next
+			// leader looks again
+			c.mu.Lock()
+			delete(c.imports, key)
+			c.mu.Unlock()
+			return
+		}
 		result := "success"
 		if err != nil {
 			result = "failure"
