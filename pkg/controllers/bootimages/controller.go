@@ -435,7 +435,7 @@ func (c *Controller) prune(ctx context.Context, ic cloud.ImageClient, images []c
 		pruned.WithLabelValues(c.o.Cloud.Name()).Inc()
 		c.o.Log.Info("pruned a boot image no MachineSet or Machine names", "image", im.Ref, "id", im.ID, "zones", im.Zones, "rhcos", im.RHCOS)
 		if c.recorder != nil {
-			ev := &corev1.ObjectReference{Kind: "Namespace", Name: c.o.Namespace, APIVersion: "v1"}
+			ev := c.namespaceRef()
 			c.recorder.Eventf(ev, corev1.EventTypeNormal, ReasonPruned, "deleted boot image %s (RHCOS %s, %s, %s) in %s: no MachineSet or Machine named it for %s", im.Ref, im.RHCOS, im.Stream, im.Arch, strings.Join(im.Zones, ", "), c.o.PruneAfter)
 		}
 	}
@@ -462,7 +462,7 @@ func (c *Controller) recordSkew(ctx context.Context, states []*bootimages.Machin
 	if wrote {
 		c.o.Log.Info("recorded the oldest boot image in MachineConfiguration cluster", "rhcosVersion", oldest, "was", rec)
 		if c.recorder != nil {
-			ev := &corev1.ObjectReference{Kind: "Namespace", Name: c.o.Namespace, APIVersion: "v1"}
+			ev := c.namespaceRef()
 			c.recorder.Eventf(ev, corev1.EventTypeNormal, ReasonSkewRecorded, "MachineConfiguration cluster: spec.bootImageSkewEnforcement Manual, rhcosVersion %s (the oldest boot image of the MachineSets)", oldest)
 		}
 	}
@@ -499,4 +499,11 @@ func (c *Controller) condition(ctx context.Context, m *bootimages.MachineSet, st
 	if err := c.client.Status().Patch(ctx, ms, client.MergeFrom(base)); err != nil {
 		c.o.Log.Error(err, "setting the condition", "machineset", m.Key(), "condition", ConditionType)
 	}
+}
+
+// namespaceRef is what events about no MachineSet (a pruned image, the
+// skew record) are about: the namespace, with the event in it, where the
+// controllers may write events.
+func (c *Controller) namespaceRef() *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Namespace", APIVersion: "v1", Name: c.o.Namespace, Namespace: c.o.Namespace}
 }
