@@ -213,7 +213,9 @@ func (t *Tool) Import(ctx context.Context, apply bool) error {
 		for _, n := range a.Needs {
 			if miss := a.Missing[n.Key()]; len(miss) > 0 {
 				fmt.Fprintf(t.Out, "importing %s into %s ...\n", n.Image.Name(t.ClusterID), strings.Join(miss, ", "))
-				imported, err := t.importNeed(ctx, a.Client, n, miss)
+				// every zone: the cloud finds the image where it is (an
+				// Exoscale template is copied, not downloaded again)
+				imported, err := t.importNeed(ctx, a.Client, n, n.Zones)
 				a.Images = append(a.Images, imported...)
 				if err != nil {
 					fmt.Fprintf(t.Out, "  failed: %v\n", err)

@@ -323,7 +323,10 @@ func (c *Controller) startImport(ctx context.Context, secret string, ic cloud.Im
 	}
 	go func() {
 		started := c.o.Now()
-		err := c.importImage(ctx, ic, n, zones)
+		// every zone of the need: the cloud finds the image where it is
+		// (an Exoscale template is copied from there, not registered and
+		// downloaded again)
+		err := c.importImage(ctx, ic, n, n.Zones)
 		if ctx.Err() != nil {
 			// the manager stops (leadership lost): no verdict, the next
 			// leader looks again
