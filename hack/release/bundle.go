@@ -243,9 +243,20 @@ type objects struct {
 // and why; docs/install.md says how to add them to an OLM install. Any other
 // object outside the bundle's namespace is an error.
 var notInBundle = map[string]string{
+	"Role openshift-machine-config-operator/machine-api-controllers-cloudscale-boot-images":        bootImagesRBAC,
+	"RoleBinding openshift-machine-config-operator/machine-api-controllers-cloudscale-boot-images": bootImagesRBAC,
+	"Role openshift-machine-config-operator/machine-api-controllers-exoscale-boot-images":          bootImagesRBAC,
+	"RoleBinding openshift-machine-config-operator/machine-api-controllers-exoscale-boot-images":   bootImagesRBAC,
+
 	"ConfigMap openshift-config-managed/machine-api-provider-dashboard": "OLM installs only into the operator's namespace; " +
 		"the console dashboard lives in openshift-config-managed (oc apply -f config/prometheus/dashboard.yaml of the release's tag)",
 }
+
+// bootImagesRBAC says why the boot image controller's Role is not in the
+// bundle, and how to grant it.
+const bootImagesRBAC = "OLM installs only into the operator's namespace; the boot image controller (off by default) reads " +
+	"the ConfigMap coreos-bootimages of openshift-machine-config-operator through a Role there " +
+	"(oc apply -f of the Role and RoleBinding in config/rbac/controllers.yaml of the release's tag, docs/boot-images.md)"
 
 func sortObjects(objs []*unstructured.Unstructured, namespace string) (*objects, error) {
 	in := &objects{
@@ -497,10 +508,7 @@ func permissions(in *objects, namespace string) (perms, error) {
 		}
 		role := roles[roleRef.Name]
 		sas := serviceAccountsOf(subjects, namespace)
-		if ns := u.GetNamespace(); roleRef.Kind != roleKind || role == nil || sas == nil || (ns != "" && ns != namespace) {
-			// (a binding in another namespace, as the boot image
-			// controller's in openshift-machine-config-operator, grants
-			// there, not in the CSV's namespace)
+		if roleRef.Kind != roleKind || role == nil || sas == nil {
 			// Not for the CSV: the binding stays as it is, and its role.
 			if role != nil {
 				roleKept[role] = true
