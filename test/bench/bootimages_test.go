@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
@@ -57,14 +57,7 @@ func benchImport(b *testing.B, name string, mib int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, ok := files[strings.TrimPrefix(r.URL.Path, "/rhcos")]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(f)
-	}))
+	mirror := imagefetch.NewServer("/rhcos", files)
 	defer mirror.Close()
 
 	var (
@@ -102,7 +95,7 @@ func benchImport(b *testing.B, name string, mib int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := bootimages.Options{ClusterID: "bench-1", Cloud: c, Mirror: mirror.URL + "/rhcos"}
+	o := bootimages.Options{ClusterID: "bench-1", Cloud: c, Mirror: mirror.URL}
 	fmt.Printf("\nboot image import, %s, %d MiB per image, into %s:\n", name, mib, strings.Join(zones, ", "))
 	for _, stream := range r.Streams() {
 		img, err := r.Image(stream, "")

@@ -3,11 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,51 +19,27 @@ import (
 	bootimagesctl "github.com/appuio/machine-api-provider/pkg/controllers/bootimages"
 	"github.com/appuio/machine-api-provider/pkg/demo"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 )
 
-// testMirror serves a fake release's images from the test, as the
-// operator's object storage would; broken files are served altered.
-type testMirror struct {
-	*httptest.Server
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func newTestMirror(t *testing.T) *testMirror {
-	m := &testMirror{files: map[string][]byte{}}
-	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.mu.Lock()
-		b, ok := m.files[strings.TrimPrefix(r.URL.Path, "/rhcos")]
-		m.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(b)
-	}))
-	t.Cleanup(m.Close)
-	return m
-}
-
-// publish writes a release's ConfigMap and serves its files; tamper and
-// drop name files (their suffix) served altered or not at all.
-func (m *testMirror) publish(t *testing.T, e *demo.Env, r bootimages.FakeRelease, tamper, drop string) {
+// publish writes a release's ConfigMap and serves its files from the
+// test's mirror; tamper and drop name files (their suffix) served altered
+// or not at all.
+func publish(t *testing.T, m *imagefetch.Server, e *demo.Env, r bootimages.FakeRelease, tamper, drop string) {
 	t.Helper()
 	files, err := e.PublishRelease(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for p, b := range files {
 		switch {
 		case tamper != "" && strings.HasSuffix(p, tamper):
-			m.files[p] = append(slices.Clone(b), "tampered"...)
+			files[p] = append(slices.Clone(b), "tampered"...)
 		case drop != "" && strings.HasSuffix(p, drop):
-		default:
-			m.files[p] = b
+			delete(files, p)
 		}
 	}
+	m.Set(files)
 }
 
 // until polls cond every half second, at most timeout.
@@ -95,9 +68,10 @@ func TestBootImagesFollowTheRelease(t *testing.T) { eachCloud(t, testBootImagesF
 // a file not there, a zone the image cannot reach) leave the MachineSets on
 // their image with a condition and an event.
 func testBootImagesFollowTheRelease(t *testing.T, cloud string) {
-	mirror := newTestMirror(t)
+	mirror := imagefetch.NewServer("/rhcos", nil)
+	t.Cleanup(mirror.Close)
 	e := start(t, cloud, false, func(o *demo.Options) {
-		o.BootImages = bootimagesctl.Options{Options: bootimages.Options{Mirror: mirror.URL + "/rhcos"},
+		o.BootImages = bootimagesctl.Options{Options: bootimages.Options{Mirror: mirror.URL},
 			Interval: 2 * time.Second, PruneAfter: 5 * time.Second, RetryAfter: time.Hour}
 	})
 	ctx := context.Background()
@@ -184,7 +158,7 @@ func testBootImagesFollowTheRelease(t *testing.T, cloud string) {
 
 	// Release A, and three MachineSets: one follows, one follows on
 	// rhel-10, one does not.
-	mirror.publish(t, e, bootimages.FakeRelease{Version: "4.22.1", RHCOS: map[string]string{"rhel-9": "9.6.20260101-0", "rhel-10": "10.1.20260102-0"}}, "", "")
+	publish(t, mirror, e, bootimages.FakeRelease{Version: "4.22.1", RHCOS: map[string]string{"rhel-9": "9.6.20260101-0", "rhel-10": "10.1.20260102-0"}}, "", "")
 	follow, rhel10, stay := e.MachineSetName, e.Options.ClusterID+"-worker-rhel10", e.Options.ClusterID+"-worker-stay"
 	for _, ms := range []*machinev1.MachineSet{e.MachineSet(""), e.NamedMachineSet(rhel10, ""), e.NamedMachineSet(stay, "")} {
 		switch ms.Name {
@@ -241,7 +215,7 @@ func testBootImagesFollowTheRelease(t *testing.T, cloud string) {
 	})
 
 	// An upgrade: release B.
-	mirror.publish(t, e, bootimages.FakeRelease{Version: "4.22.2", RHCOS: map[string]string{"rhel-9": "9.6.20260301-0", "rhel-10": "10.1.20260302-0"}}, "", "")
+	publish(t, mirror, e, bootimages.FakeRelease{Version: "4.22.2", RHCOS: map[string]string{"rhel-9": "9.6.20260301-0", "rhel-10": "10.1.20260302-0"}}, "", "")
 	b9, b10 := name("9.6.20260301-0", "rhel-9"), name("10.1.20260302-0", "rhel-10")
 	until(t, 3*time.Minute, "the followers on release B", func() (bool, string) {
 		return strings.Contains(ref(follow), b9) && strings.Contains(ref(rhel10), b10), ref(follow) + " " + ref(rhel10)
@@ -336,7 +310,7 @@ func testBootImagesFollowTheRelease(t *testing.T, cloud string) {
 	if cloud == demo.Exoscale {
 		suffix = "exoscale.x86_64.qcow2"
 	}
-	mirror.publish(t, e, bootimages.FakeRelease{Version: "4.22.3", RHCOS: map[string]string{"rhel-9": "9.6.20260501-0", "rhel-10": "10.1.20260502-0"}},
+	publish(t, mirror, e, bootimages.FakeRelease{Version: "4.22.3", RHCOS: map[string]string{"rhel-9": "9.6.20260501-0", "rhel-10": "10.1.20260502-0"}},
 		"9.6.20260501-0-"+suffix, "10.1.20260502-0-"+suffix)
 	c := waitReason(follow, cloudpkg.ReasonChecksumMismatch)
 	waitReason(rhel10, cloudpkg.ReasonImportFailed)

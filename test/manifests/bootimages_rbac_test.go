@@ -3,8 +3,6 @@ package manifests_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/bootimages"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	bootimagesctl "github.com/appuio/machine-api-provider/pkg/controllers/bootimages"
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
@@ -56,13 +55,7 @@ func bootImagesWithTheirRBAC(t *testing.T, dir string) {
 	if err := c.Create(ctx, bootimages.NewMachineConfiguration()); err != nil {
 		t.Fatal(err)
 	}
-	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if b, ok := files[r.URL.Path]; ok {
-			_, _ = w.Write(b)
-			return
-		}
-		http.NotFound(w, r)
-	}))
+	mirror := imagefetch.NewServer("", files)
 	t.Cleanup(mirror.Close)
 
 	const cluster = "rbac-test-x1y2z"

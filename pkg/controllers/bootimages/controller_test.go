@@ -3,11 +3,9 @@ package bootimages_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +32,7 @@ import (
 	bootimagesctl "github.com/appuio/machine-api-provider/pkg/controllers/bootimages"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
@@ -48,38 +47,6 @@ func init() {
 	exocloud.OperationPoll = 20 * time.Millisecond
 }
 
-// mirror serves a fake release's files from the test; files can be
-// replaced or removed while it runs.
-type mirror struct {
-	*httptest.Server
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func newMirror(t *testing.T) *mirror {
-	m := &mirror{files: map[string][]byte{}}
-	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.mu.Lock()
-		b, ok := m.files[r.URL.Path]
-		m.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(b)
-	}))
-	t.Cleanup(m.Close)
-	return m
-}
-
-func (m *mirror) set(files map[string][]byte) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k, v := range files {
-		m.files[k] = v
-	}
-}
-
 // world is one cloud's emulator, a control plane and the controller.
 type world struct {
 	t      *testing.T
@@ -88,7 +55,7 @@ type world struct {
 	name   string
 	cloud  cloud.Cloud
 	images cloud.ImageClient
-	mirror *mirror
+	mirror *imagefetch.Server
 	zones  [2]string
 	// seeded is the image an installation imported by hand; seededThere
 	// says whether it still is.
@@ -154,7 +121,8 @@ func start(t *testing.T, w *world, o bootimagesctl.Options) {
 	if err := w.c.Create(w.ctx, bootimages.NewMachineConfiguration()); err != nil {
 		t.Fatal(err)
 	}
-	w.mirror = newMirror(t)
+	w.mirror = imagefetch.NewServer("/rhcos", nil)
+	t.Cleanup(w.mirror.Close)
 	acc := cloud.NewAccounts(w.cloud, cloud.AccountOptions{})
 	a, err := acc.Get("", *w.cloud.DefaultCredentials())
 	if err != nil {
@@ -171,7 +139,7 @@ func start(t *testing.T, w *world, o bootimagesctl.Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Cloud, o.ClusterID, o.Namespace, o.Mirror, o.Log = w.cloud, clusterID, ns, w.mirror.URL+"/rhcos", testr.New(t)
+	o.Cloud, o.ClusterID, o.Namespace, o.Mirror, o.Log = w.cloud, clusterID, ns, w.mirror.URL, testr.New(t)
 	if o.Interval == 0 {
 		o.Interval = 200 * time.Millisecond
 	}
@@ -196,13 +164,13 @@ func (w *world) release(version string, rhcos map[string]string, broken map[stri
 	for p, b := range files {
 		switch {
 		case broken[p]: // served wrong: another file's contents
-			served["/rhcos"+p] = append(slices.Clone(b), "tampered"...)
+			served[p] = append(slices.Clone(b), "tampered"...)
 		case broken[p+"!missing"]:
 		default:
-			served["/rhcos"+p] = b
+			served[p] = b
 		}
 	}
-	w.mirror.set(served)
+	w.mirror.Set(served)
 	have := &corev1.ConfigMap{}
 	err = w.c.Get(w.ctx, client.ObjectKeyFromObject(cm), have)
 	switch {

@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,24 +15,9 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 )
 
-// mirror serves files from the test, counting the downloads.
-type mirror struct {
-	*httptest.Server
-	files map[string][]byte
-	gets  atomic.Int64
-}
-
-func newMirror(t *testing.T, files map[string][]byte) *mirror {
-	m := &mirror{files: files}
-	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.gets.Add(1)
-		b, ok := m.files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(b)
-	}))
+// newMirror serves files from the test, counting the downloads.
+func newMirror(t *testing.T, files map[string][]byte) *imagefetch.Server {
+	m := imagefetch.NewServer("", files)
 	t.Cleanup(m.Close)
 	return m
 }
@@ -133,12 +116,12 @@ func TestImportDownloadsTheImage(t *testing.T) {
 	}
 }
 
-func waitFetched(t *testing.T, m *mirror, n int64) {
+func waitFetched(t *testing.T, m *imagefetch.Server, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for m.gets.Load() < n {
+	for m.Gets() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d downloads, want %d", m.gets.Load(), n)
+			t.Fatalf("%d downloads, want %d", m.Gets(), n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
