@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -100,6 +101,33 @@ func cloudWorlds(t *testing.T) map[string]func(t *testing.T) *world {
 }
 
 func start(t *testing.T, w *world, o bootimagesctl.Options) {
+	cfg, scheme, acc := setup(t, w)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Client:     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Cloud, o.ClusterID, o.Namespace, o.Mirror, o.Log = w.cloud, clusterID, ns, w.mirror.URL, testr.New(t)
+	if o.Interval == 0 {
+		o.Interval = 200 * time.Millisecond
+	}
+	ctl, err := bootimagesctl.New(mgr.GetClient(), mgr.GetAPIReader(), acc, mgr.GetEventRecorderFor("boot-images"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Add(ctl); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, mgr)
+}
+
+// setup starts a control plane with the namespaces, MachineConfiguration
+// cluster and the mirror, and w's image client.
+func setup(t *testing.T, w *world) (*rest.Config, *runtime.Scheme, *cloud.Accounts) {
 	w.t, w.ctx = t, context.Background()
 	cfg, _ := testenv.Start(t, testenv.WithMachineAPI(t), testenv.WithCRDs(testenv.MachineConfigurationCRD(t), testenv.ClusterVersionCRD(t)))
 	scheme, err := manager.Scheme()
@@ -129,28 +157,7 @@ func start(t *testing.T, w *world, o bootimagesctl.Options) {
 		t.Fatal(err)
 	}
 	w.images = a.Client.(cloud.ImageClient)
-
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Client:     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Cloud, o.ClusterID, o.Namespace, o.Mirror, o.Log = w.cloud, clusterID, ns, w.mirror.URL, testr.New(t)
-	if o.Interval == 0 {
-		o.Interval = 200 * time.Millisecond
-	}
-	ctl, err := bootimagesctl.New(mgr.GetClient(), mgr.GetAPIReader(), acc, mgr.GetEventRecorderFor("boot-images"), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Add(ctl); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Run(t, mgr)
+	return cfg, scheme, acc
 }
 
 // release publishes a fake release: its ConfigMap, its files in the mirror.
@@ -482,5 +489,60 @@ func TestHeldBack(t *testing.T) {
 	}
 	if msg, err := bootimages.HeldBack(ctx, c, ""); err != nil || msg != "" {
 		t.Fatalf("installed with 4.13: %q, %v", msg, err)
+	}
+}
+
+// The CLI (machine-api-provider images) does the controller's work one
+// step at a time: its plans change nothing; import --apply imports and
+// moves the MachineSets that follow, no other; prune --apply deletes the
+// provider's images no one names, never the one imported by hand.
+func TestImagesTool(t *testing.T) {
+	w := cloudWorlds(t)["cloudscale"](t)
+	setup(t, w)
+	w.release("4.22.1", map[string]string{"rhel-9": "9.6.20260101-0"}, nil)
+	w.machineSet("follow", w.zones[0], map[string]string{bootimages.FollowLabel: "true"}, false)
+	w.machineSet("stay", w.zones[1], nil, false)
+	var out strings.Builder
+	tool := &bootimages.Tool{
+		Options: bootimages.Options{ClusterID: clusterID, Cloud: w.cloud, Mirror: w.mirror.URL},
+		Client:  w.c, Namespace: ns, Out: &out,
+		Clients: func(context.Context, string) (cloud.ImageClient, error) { return w.images, nil },
+	}
+	a9 := bootimages.BootImageName("9.6.20260101-0", "rhel-9", "amd64", clusterID)
+	if err := tool.Import(w.ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"import " + a9 + " (RHCOS 9.6.20260101-0, rhel-9, amd64) into " + sorted([]string{w.zones[0], w.zones[1]})[0],
+		"openshift-machine-api/follow: custom:rhcos-4.19 -> " + a9 + " once imported", "openshift-machine-api/stay: boots custom:rhcos-4.19, stays", "Nothing changed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the plan does not say %q:\n%s", want, out.String())
+		}
+	}
+	if len(w.cloudImages()) != 0 || w.ref("follow") != w.seeded {
+		t.Fatal("the plan changed something")
+	}
+	out.Reset()
+	if err := tool.Import(w.ctx, true); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(w.ref("follow"), a9) || w.ref("stay") != w.seeded {
+		t.Fatalf("after import --apply: follow %s, stay %s\n%s", w.ref("follow"), w.ref("stay"), out.String())
+	}
+	w.release("4.22.2", map[string]string{"rhel-9": "9.6.20260301-0"}, nil)
+	if err := tool.Import(w.ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := tool.Prune(w.ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "prune custom:"+a9) || len(w.cloudImages()) != 2 {
+		t.Fatalf("prune's plan:\n%s (images %v)", out.String(), w.cloudImages())
+	}
+	if err := tool.Prune(w.ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if l := w.cloudImages(); len(l) != 1 || strings.Contains(l[0].Name, "20260101") || !w.seededThere() {
+		t.Fatalf("after prune --apply: %v, seeded there %v", l, w.seededThere())
 	}
 }
