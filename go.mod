@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cloudscale-ch/cloudscale-go-sdk/v8 v8.0.0
+	github.com/coreos/stream-metadata-go v0.4.11
 	github.com/exoscale/egoscale/v3 v3.1.43
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/go-logr/logr v1.4.3
@@ -23,8 +24,6 @@ require (
 	sigs.k8s.io/kustomize/kyaml v0.20.1
 	sigs.k8s.io/yaml v1.6.0
 )
-
-require github.com/coreos/stream-metadata-go v0.4.11 // indirect
 
 require (
 	cel.dev/expr v0.24.0 // indirect
