@@ -32,6 +32,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/appuio/machine-api-provider/pkg/bootsim"
+	bootimagesctl "github.com/appuio/machine-api-provider/pkg/controllers/bootimages"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
@@ -85,6 +86,9 @@ type Options struct {
 	// StartProvider starts later (a cluster that runs another provider
 	// first).
 	WithoutProvider bool
+	// BootImages configures the provider's boot image controller, which
+	// runs when its Mirror is set (off by default, as in a cluster).
+	BootImages bootimagesctl.Options
 }
 
 // Default autoscaler timing, and how often it looks: the
@@ -195,6 +199,9 @@ func Start(o Options) (*Env, error) {
 	if err := e.openShiftObjects(ctx); err != nil {
 		return e, err
 	}
+	if err := e.bootImageObjects(ctx); err != nil {
+		return e, err
+	}
 
 	e.cloud, e.Cloudscale, e.Exoscale, err = newEmulated(o.Cloud, o.BootTime)
 	if err != nil {
@@ -257,6 +264,7 @@ func (e *Env) newProvider(leaderElection bool) (ctrl.Manager, error) {
 		Log:                    e.Options.Log.WithName("provider"),
 		AllowManyPerProcess:    true,
 		SyncPeriod:             e.Options.SyncPeriod,
+		BootImages:             e.Options.BootImages,
 	})
 }
 

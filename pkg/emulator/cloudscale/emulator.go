@@ -57,6 +57,12 @@ func New(cfg Config) (*Emulator, error) {
 			e.seedCustomImage(s)
 		}
 	}
+	// Imports under way when the state was saved download again.
+	for _, imp := range e.world.Imports {
+		if imp.Status == "in_progress" && !imp.Fetched {
+			e.startFetch(imp)
+		}
+	}
 	mux := http.NewServeMux()
 	e.routes(mux)
 	h, err := harness.New(mux, harness.Options{

@@ -60,14 +60,22 @@ func (e *Emulator) handle(mux *http.ServeMux, pattern string, h handler) {
 		now := e.now()
 		e.world.settle(now)
 		rep := h(&call{r: r, now: now, base: baseURL(r)})
-		if write && !rep.failed() && e.cfg.StateFile != "" {
-			if err := saveState(e.cfg.StateFile, e.world); err != nil {
-				log.Printf("cloudscale emulator: saving state: %v", err)
-			}
+		if write && !rep.failed() {
+			e.saveLocked()
 		}
 		e.mu.Unlock()
 		writeReply(w, rep)
 	})
+}
+
+// saveLocked writes the state file, if there is one; e.mu is held.
+func (e *Emulator) saveLocked() {
+	if e.cfg.StateFile == "" {
+		return
+	}
+	if err := saveState(e.cfg.StateFile, e.world); err != nil {
+		log.Printf("cloudscale emulator: saving state: %v", err)
+	}
 }
 
 func baseURL(r *http.Request) string {

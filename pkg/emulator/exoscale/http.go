@@ -123,13 +123,21 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		c.acct = e.world.Accounts[c.conf.Name]
 	}
 	rep := rt.h(c)
-	if rt.write && !rep.failed() && e.cfg.StateFile != "" {
-		if err := saveState(e.cfg.StateFile, e.world); err != nil {
-			log.Printf("exoscale emulator: saving state: %v", err)
-		}
+	if rt.write && !rep.failed() {
+		e.saveLocked()
 	}
 	e.mu.Unlock()
 	writeReply(w, rep)
+}
+
+// saveLocked writes the state file, if there is one; e.mu is held.
+func (e *Emulator) saveLocked() {
+	if e.cfg.StateFile == "" {
+		return
+	}
+	if err := saveState(e.cfg.StateFile, e.world); err != nil {
+		log.Printf("exoscale emulator: saving state: %v", err)
+	}
 }
 
 // authenticate finds the account whose key signed the request and checks
