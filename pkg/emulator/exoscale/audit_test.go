@@ -57,7 +57,7 @@ func TestEveryWriteRouteIsAudited(t *testing.T) {
 		"security-group":      ref(c.CreateSecurityGroup(ctx, v3.CreateSecurityGroupRequest{Name: "sg"})),
 		"template": ref(c.RegisterTemplate(ctx, v3.RegisterTemplateRequest{Name: "t", URL: "https://example.com/t.qcow2", Checksum: "0123456789abcdef0123456789abcdef",
 			BootMode: "legacy", SSHKeyEnabled: ptr(true), PasswordEnabled: ptr(false), DefaultUser: "core"})),
-		"ssh-key":             "key",
+		"ssh-key": "key",
 	}
 	if _, err := c.RegisterSSHKey(ctx, v3.RegisterSSHKeyRequest{Name: "key", PublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE24vb5lOw6UH+utLRZvFRB3zvV+F3tQrELjlDWaavxp x"}); err != nil {
 		t.Fatal(err)
