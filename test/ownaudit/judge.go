@@ -139,8 +139,8 @@ func ClusterOf(o harness.Object) (cluster string, ok bool) {
 }
 
 // Judge holds the writes and Node deletes to the rules (see the package
-// documentation). specNamed are the IDs the cluster's Machines and
-// MachineSets name in their provider specs.
+// documentation). specNamed are the IDs and names the cluster's Machines
+// and MachineSets name in their provider specs.
 func Judge(o Options, writes []harness.Write, specNamed []string, deletes []NodeDelete, machines []Machine) Report {
 	ids := append([]string{o.ClusterID}, o.AlsoOwns...)
 	ours := func(obj harness.Object) bool {
@@ -183,7 +183,7 @@ func Judge(o Options, writes []harness.Write, specNamed []string, deletes []Node
 			// An untagged object a spec of the cluster names (its
 			// Terraform network, a security group) may be joined to or
 			// left by one of the cluster's servers, nothing else.
-			joins := !others(*t) && slices.Contains(specNamed, t.ID) &&
+			joins := !others(*t) && (slices.Contains(specNamed, t.ID) || t.Name != "" && slices.Contains(specNamed, t.Name)) &&
 				slices.ContainsFunc(w.Used, func(u harness.Object) bool { return slices.Contains(serverKinds, u.Kind) && ours(u) })
 			judge(*t, "writes to", !ours(*t) && !joins)
 		}
