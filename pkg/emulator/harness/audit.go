@@ -142,21 +142,30 @@ func CallerKey(key string) string {
 	return "key " + key
 }
 
-// AuditWrite is a write being answered: Begin took the world as the write
-// found it, End records what it did. Both run under the emulator's world
-// lock, with the handler between them.
+// AuditWrite is a write being answered: BeginWrite took the world as the
+// write found it, End records what it did. Both run under the emulator's
+// world lock, with the handler between them.
 type AuditWrite struct {
 	audit  *Audit
 	w      Write
 	skip   []string
 	before map[string]indexed
+	counts map[string]int
+	// near are the objects the write may change besides its target, each
+	// described and serialized as it was (describe): what it names, what
+	// those link to and what links to them.
+	near map[string]nearObject
 }
 
-// indexed is one object of a world, and its state for telling changes.
+type nearObject struct {
+	obj   Object
+	state []byte
+}
+
+// indexed is one object of a world.
 type indexed struct {
 	kind  string
 	value reflect.Value
-	state []byte
 }
 
 // WriteOf says what a write is, for BeginWrite.
@@ -179,50 +188,119 @@ type WriteOf struct {
 // every such field is audited, a collection added later too, except the
 // kinds WriteOf.Skip names.
 func (h *Harness) BeginWrite(world any, r *http.Request, of WriteOf) *AuditWrite {
-	aw := &AuditWrite{audit: &h.audit, skip: of.Skip}
+	aw := &AuditWrite{audit: &h.audit, skip: of.Skip, near: map[string]nearObject{}}
 	aw.w = Write{Time: time.Now(), Method: r.Method, Route: of.Route, Path: r.URL.Path, Caller: of.Caller, Agent: r.UserAgent()}
-	aw.before = index(world, of.Skip)
-	if o, ok := aw.before[of.Target]; ok && of.Target != "" {
-		t := describe(of.Target, o, aw.before)
+	aw.before, aw.counts = index(world, of.Skip)
+	named := map[string]bool{}
+	if _, ok := aw.before[of.Target]; ok && of.Target != "" {
+		t := aw.describe(of.Target)
 		aw.w.Target = &t
+		named[of.Target] = true
 	}
 	walkStrings(of.Body, func(id string) {
-		if o, ok := aw.before[id]; ok && id != of.Target && !slices.ContainsFunc(aw.w.Used, func(u Object) bool { return u.ID == id }) {
-			aw.w.Used = append(aw.w.Used, describe(id, o, aw.before))
+		if _, ok := aw.before[id]; ok && !named[id] {
+			aw.w.Used = append(aw.w.Used, aw.describe(id))
+			named[id] = true
 		}
 	})
+	// What a write changes besides what it names is linked to that, one
+	// way or the other: a server's root volume and floating IPs, the
+	// members of a pool, the network that leases an instance an address.
+	for id := range named {
+		for _, l := range aw.near[id].obj.Links {
+			aw.describe(l.ID)
+		}
+	}
+	for id, o := range aw.before {
+		if _, done := aw.near[id]; !done && mentions(o.value, named) {
+			aw.describe(id)
+		}
+	}
 	return aw
 }
 
-// End records the write with the API's answer and what it changed.
+// describe is an object of the world before the write as the audit shows
+// it, with the objects it links to, noted as near.
+func (aw *AuditWrite) describe(id string) Object {
+	if n, ok := aw.near[id]; ok {
+		return n.obj
+	}
+	o := aw.before[id]
+	state, _ := json.Marshal(o.value.Interface())
+	obj := shallow(id, o)
+	var links []string
+	walkStrings(state, func(s string) {
+		if _, ok := aw.before[s]; ok && s != id && !slices.Contains(links, s) {
+			links = append(links, s)
+		}
+	})
+	for _, l := range links {
+		obj.Links = append(obj.Links, shallow(l, aw.before[l]))
+	}
+	aw.near[id] = nearObject{obj: obj, state: state}
+	return obj
+}
+
+// End records the write with the API's answer and what it changed: the
+// objects near it whose state differs now, and every object gone.
 func (aw *AuditWrite) End(world any, status int) {
 	aw.w.Status = status
-	after := index(world, aw.skip)
-	for _, id := range sortedIDs(aw.before) {
-		o := aw.before[id]
+	after := collections(world, aw.skip)
+	removed := map[string]int{}
+	for id, o := range aw.before {
 		if aw.w.Target != nil && id == aw.w.Target.ID {
 			continue
 		}
-		now, there := after[id]
-		if !there || !bytes.Equal(now.state, o.state) {
-			aw.w.Changed = append(aw.w.Changed, describe(id, o, aw.before))
+		now := after[o.kind].MapIndex(reflect.ValueOf(id))
+		n, near := aw.near[id]
+		switch {
+		case !now.IsValid():
+			removed[o.kind]++
+			if near {
+				aw.w.Changed = append(aw.w.Changed, n.obj)
+			} else {
+				aw.w.Changed = append(aw.w.Changed, shallow(id, o))
+			}
+		case near:
+			if state, _ := json.Marshal(now.Interface()); !bytes.Equal(state, n.state) {
+				aw.w.Changed = append(aw.w.Changed, n.obj)
+			}
 		}
 	}
-	for _, id := range sortedIDs(after) {
-		if _, was := aw.before[id]; !was {
-			aw.w.Created = append(aw.w.Created, describe(id, after[id], after))
+	if aw.w.Target != nil {
+		if _, gone := aw.before[aw.w.Target.ID]; gone && !after[aw.w.Target.Kind].MapIndex(reflect.ValueOf(aw.w.Target.ID)).IsValid() {
+			removed[aw.w.Target.Kind]++
 		}
 	}
+	// A kind holds new objects when it has more than were left of it.
+	for kind, m := range after {
+		if m.Len() == aw.counts[kind]-removed[kind] {
+			continue
+		}
+		iter := m.MapRange()
+		for iter.Next() {
+			if id := iter.Key().String(); aw.before[id].kind != kind {
+				aw.w.Created = append(aw.w.Created, shallow(id, indexed{kind: kind, value: iter.Value()}))
+			}
+		}
+	}
+	sortObjects(aw.w.Changed)
+	sortObjects(aw.w.Created)
 	aw.audit.record(aw.w)
+}
+
+func sortObjects(objs []Object) {
+	slices.SortFunc(objs, func(a, b Object) int { return strings.Compare(a.ID, b.ID) })
 }
 
 // Audit is the record of the writes the emulated API answered.
 func (h *Harness) Audit() *Audit { return &h.audit }
 
-// index lists every object of world's collections by ID, with its state
-// (its JSON, as the state file holds it).
-func index(world any, skip []string) map[string]indexed {
-	out := map[string]indexed{}
+// collections are the map fields of world by kind (their JSON name):
+// every field that maps string IDs to pointers to structs, except the
+// kinds in skip.
+func collections(world any, skip []string) map[string]reflect.Value {
+	out := map[string]reflect.Value{}
 	v := reflect.ValueOf(world)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return out
@@ -231,8 +309,7 @@ func index(world any, skip []string) map[string]indexed {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
-		fv := v.Field(i)
-		if !f.IsExported() || fv.Kind() != reflect.Map || f.Type.Key().Kind() != reflect.String || f.Type.Elem().Kind() != reflect.Pointer ||
+		if !f.IsExported() || f.Type.Kind() != reflect.Map || f.Type.Key().Kind() != reflect.String || f.Type.Elem().Kind() != reflect.Pointer ||
 			f.Type.Elem().Elem().Kind() != reflect.Struct {
 			continue
 		}
@@ -240,32 +317,109 @@ func index(world any, skip []string) map[string]indexed {
 		if kind == "" {
 			kind = f.Name
 		}
-		if slices.Contains(skip, kind) {
-			continue
-		}
-		iter := fv.MapRange()
-		for iter.Next() {
-			state, _ := json.Marshal(iter.Value().Interface())
-			out[iter.Key().String()] = indexed{kind: kind, value: iter.Value(), state: state}
+		if !slices.Contains(skip, kind) {
+			out[kind] = v.Field(i)
 		}
 	}
 	return out
 }
 
-// describe is an object of the index as the audit shows it, with the
-// objects it links to.
-func describe(id string, o indexed, ix map[string]indexed) Object {
-	obj := shallow(id, o)
-	var links []string
-	walkStrings(o.state, func(s string) {
-		if _, ok := ix[s]; ok && s != id && !slices.Contains(links, s) {
-			links = append(links, s)
+// index lists every object of world's collections by ID, and counts each
+// kind's.
+func index(world any, skip []string) (map[string]indexed, map[string]int) {
+	out, counts := map[string]indexed{}, map[string]int{}
+	for kind, m := range collections(world, skip) {
+		counts[kind] = m.Len()
+		iter := m.MapRange()
+		for iter.Next() {
+			out[iter.Key().String()] = indexed{kind: kind, value: iter.Value()}
 		}
-	})
-	for _, l := range links {
-		obj.Links = append(obj.Links, shallow(l, ix[l]))
 	}
-	return obj
+	return out, counts
+}
+
+// maxIDLen bounds the strings mentions compares: identifiers and names
+// are short, user data is not.
+const maxIDLen = 256
+
+// mentions says whether v holds one of ids in a string, a slice, a map's
+// keys or values, at any depth.
+func mentions(v reflect.Value, ids map[string]bool) bool {
+	// Tags and labels without reflection's map iteration.
+	if v.Type() == stringMap && v.CanInterface() {
+		for k, val := range v.Interface().(map[string]string) {
+			if ids[k] || len(val) <= maxIDLen && ids[val] {
+				return true
+			}
+		}
+		return false
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && mentions(v.Elem(), ids)
+	case reflect.String:
+		s := v.String()
+		return len(s) <= maxIDLen && ids[s]
+	case reflect.Struct:
+		for _, i := range stringFields(v.Type()) {
+			if mentions(v.Field(i), ids) {
+				return true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if !holdsStrings(v.Type().Elem()) {
+			return false
+		}
+		for i := range v.Len() {
+			if mentions(v.Index(i), ids) {
+				return true
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			if mentions(iter.Key(), ids) || mentions(iter.Value(), ids) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var stringMap = reflect.TypeFor[map[string]string]()
+
+// stringFieldsOf caches stringFields, by struct type.
+var stringFieldsOf sync.Map
+
+// stringFields are the fields of a struct type that may hold a string;
+// time.Time's hold none that name an object.
+func stringFields(t reflect.Type) []int {
+	if f, ok := stringFieldsOf.Load(t); ok {
+		return f.([]int)
+	}
+	var out []int
+	if t != reflect.TypeFor[time.Time]() {
+		for i := range t.NumField() {
+			if holdsStrings(t.Field(i).Type) {
+				out = append(out, i)
+			}
+		}
+	}
+	stringFieldsOf.Store(t, out)
+	return out
+}
+
+// holdsStrings says whether a value of t may hold a string.
+func holdsStrings(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Interface, reflect.Map:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return t.Elem().Kind() != reflect.Uint8 && holdsStrings(t.Elem())
+	case reflect.Struct:
+		return len(stringFields(t)) > 0
+	}
+	return false
 }
 
 // shallow is an object without its links: its kind, name and identity,
@@ -332,13 +486,4 @@ func walkStrings(doc []byte, f func(string)) {
 		}
 	}
 	walk(v)
-}
-
-func sortedIDs(m map[string]indexed) []string {
-	out := make([]string, 0, len(m))
-	for id := range m {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
 }
