@@ -94,15 +94,24 @@ type Report struct {
 	// Excepted counts the writes an Exception allowed, by its reason.
 	Excepted map[string]int
 	// NodeDeletes were judged; ForeignNodeDeletes are those no rule
-	// accepts, one line each.
+	// accepts, one line each; AcceptedBy counts the others by deleter.
 	NodeDeletes        int
 	ForeignNodeDeletes []string
+	AcceptedBy         map[string]int
 }
 
 // Counts is the report's figures in one line.
 func (r Report) Counts() string {
 	s := fmt.Sprintf("%d writes audited (of %d in the account), %d foreign writes; %d Node deletes audited, %d foreign Node deletes",
 		r.Writes, r.AllWrites, len(r.Foreign), r.NodeDeletes, len(r.ForeignNodeDeletes))
+	if len(r.AcceptedBy) > 0 {
+		by := slices.Sorted(maps.Keys(r.AcceptedBy))
+		parts := make([]string, 0, len(by))
+		for _, d := range by {
+			parts = append(parts, fmt.Sprintf("%d by %s", r.AcceptedBy[d], d))
+		}
+		s += " (accepted: " + strings.Join(parts, ", ") + ")"
+	}
 	if len(r.Excepted) > 0 {
 		reasons := slices.Sorted(maps.Keys(r.Excepted))
 		parts := make([]string, 0, len(reasons))
@@ -159,7 +168,7 @@ func Judge(o Options, writes []harness.Write, specNamed []string, deletes []Node
 		c, ok := ClusterOf(obj)
 		return ok && !slices.Contains(ids, c)
 	}
-	r := Report{AllWrites: len(writes), Excepted: map[string]int{}}
+	r := Report{AllWrites: len(writes), Excepted: map[string]int{}, AcceptedBy: map[string]int{}}
 	for _, w := range writes {
 		if len(o.Callers) > 0 && !slices.Contains(o.Callers, w.Caller) {
 			continue
@@ -205,10 +214,13 @@ func Judge(o Options, writes []harness.Write, specNamed []string, deletes []Node
 	}
 	for _, d := range deletes {
 		r.NodeDeletes++
-		if why := judgeNodeDelete(o, ids, d, writes, machines); why != "" {
-			r.ForeignNodeDeletes = append(r.ForeignNodeDeletes, fmt.Sprintf("Node %s (providerID %q) deleted at %s by %s: %s",
-				d.Node, d.ProviderID, d.Time.Format("15:04:05.000"), deleter(d), why))
+		why := judgeNodeDelete(o, ids, d, writes, machines)
+		if why == "" {
+			r.AcceptedBy[program(d.Agent)]++
+			continue
 		}
+		r.ForeignNodeDeletes = append(r.ForeignNodeDeletes, fmt.Sprintf("Node %s (providerID %q) deleted at %s by %s: %s",
+			d.Node, d.ProviderID, d.Time.Format("15:04:05.000"), deleter(d), why))
 	}
 	return r
 }
