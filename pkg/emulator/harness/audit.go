@@ -246,30 +246,30 @@ func (aw *AuditWrite) describe(id string) Object {
 func (aw *AuditWrite) End(world any, status int) {
 	aw.w.Status = status
 	after := collections(world, aw.skip)
+	there := func(kind, id string) bool {
+		m := after[kind]
+		return m.IsValid() && m.MapIndex(reflect.ValueOf(id).Convert(m.Type().Key())).IsValid()
+	}
 	removed := map[string]int{}
 	for id, o := range aw.before {
+		gone := !there(o.kind, id)
+		if gone {
+			removed[o.kind]++
+		}
 		if aw.w.Target != nil && id == aw.w.Target.ID {
 			continue
 		}
-		now := after[o.kind].MapIndex(reflect.ValueOf(id))
 		n, near := aw.near[id]
 		switch {
-		case !now.IsValid():
-			removed[o.kind]++
-			if near {
-				aw.w.Changed = append(aw.w.Changed, n.obj)
-			} else {
-				aw.w.Changed = append(aw.w.Changed, shallow(id, o))
-			}
+		case gone && near:
+			aw.w.Changed = append(aw.w.Changed, n.obj)
+		case gone:
+			aw.w.Changed = append(aw.w.Changed, shallow(id, o))
 		case near:
+			now := after[o.kind].MapIndex(reflect.ValueOf(id).Convert(after[o.kind].Type().Key()))
 			if state, _ := json.Marshal(now.Interface()); !bytes.Equal(state, n.state) {
 				aw.w.Changed = append(aw.w.Changed, n.obj)
 			}
-		}
-	}
-	if aw.w.Target != nil {
-		if _, gone := aw.before[aw.w.Target.ID]; gone && !after[aw.w.Target.Kind].MapIndex(reflect.ValueOf(aw.w.Target.ID)).IsValid() {
-			removed[aw.w.Target.Kind]++
 		}
 	}
 	// A kind holds new objects when it has more than were left of it.
