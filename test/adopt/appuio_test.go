@@ -37,6 +37,7 @@ import (
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 	"github.com/appuio/machine-api-provider/pkg/demo"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/test/ownaudit"
 )
 
@@ -296,7 +297,7 @@ func buildAppuio(t *testing.T, e *env) *apWorld {
 	e.machineSetOwns("infra", "infra-x5n2m")
 	// The switch hands the group of the cluster's servers over to the
 	// provider (tags it): the one write to what is not yet the cluster's.
-	e.allow(ownaudit.Exception{Reason: "switch-from-appuio hands the group of the cluster's servers over", Objects: []string{w.group}})
+	e.allow(ownaudit.Exception{Reason: "switch-from-appuio hands the group of the cluster's servers over", Caller: harness.CallerToken(apToken), Objects: []string{w.group}})
 	e.beginAudit()
 	return w
 }

@@ -667,9 +667,12 @@ func (e *env) beginAudit() {
 	e.t.Helper()
 	e.audit = ownaudit.Begin(e.t, ownaudit.Source{Cloud: e.Harness().Audit(), Config: e.Cluster.Config, AuditLog: e.AuditLog()})
 	e.t.Cleanup(func() {
-		exceptions := append(slices.Clone(e.allowed), takeOver(e.plans))
-		e.audit.Check(e.t, e.t.Name(), ownaudit.Options{ClusterID: e.Options.ClusterID, Exceptions: exceptions,
-			AdoptCallers: []string{harness.CallerToken(adoptToken), harness.CallerKey(adoptKey)}})
+		adopters := []string{harness.CallerToken(adoptToken), harness.CallerKey(adoptKey)}
+		exceptions := slices.Clone(e.allowed)
+		for _, caller := range adopters {
+			exceptions = append(exceptions, takeOver(caller, e.plans))
+		}
+		e.audit.Check(e.t, e.t.Name(), ownaudit.Options{ClusterID: e.Options.ClusterID, Exceptions: exceptions, AdoptCallers: adopters})
 	})
 }
 
@@ -682,10 +685,10 @@ func (e *env) allow(ex ownaudit.Exception) { e.allowed = append(e.allowed, ex) }
 
 // takeOver is adopt's explicit take-over: what the plans it applied say
 // they take over (the servers it adopts or replaces, the groups it takes
-// over, the instance pools it replaces), by any caller: adopt retags, the
-// provider then keeps them in sync.
-func takeOver(plans []*adopt.Plan) ownaudit.Exception {
-	ex := ownaudit.Exception{Reason: "adopt's take-over of what its plan names"}
+// over, the instance pools it replaces), written by adopt's credentials
+// (caller). Once adopt has retagged them they are the cluster's.
+func takeOver(caller string, plans []*adopt.Plan) ownaudit.Exception {
+	ex := ownaudit.Exception{Reason: "adopt's take-over of what its plan names", Caller: caller}
 	for _, p := range plans {
 		for _, g := range p.Groups {
 			if g.Blocked != "" {
