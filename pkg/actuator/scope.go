@@ -61,7 +61,7 @@ func (a *Actuator) scopeWith(m *machinev1.Machine, spec cloud.Spec, creds cloud.
 	}
 	return &scope{
 		a: a, machine: m, spec: spec, account: acc, client: acc.Client,
-		view: acc.View(clusterID), ref: cloud.MachineRef{Name: m.Name, ClusterID: clusterID},
+		view: acc.View(clusterID), ref: cloud.MachineRef{Name: m.Name, ClusterID: clusterID, AlsoOwns: a.ids.Besides(clusterID)},
 	}, nil
 }
 

@@ -75,6 +75,13 @@ func (i IDs) All() []string {
 	return append([]string{i.Own}, i.Legacy...)
 }
 
+// Besides are the IDs the cluster owns other than id, its own first: a
+// Machine labelled id may join resources that carry any of them
+// (pkg/cloud, MachineRef.AlsoOwns).
+func (i IDs) Besides(id string) []string {
+	return slices.DeleteFunc(i.All(), func(o string) bool { return o == id })
+}
+
 // Describe names the IDs for messages: `"c-x-7k2p" (the infrastructureName)`,
 // with `and the declared legacy ID(s) "a", "b"`.
 func (i IDs) Describe() string {
