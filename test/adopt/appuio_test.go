@@ -875,6 +875,7 @@ func annotateInfrastructure(t *testing.T, e *env, key, value string) {
 func (e *env) declareLegacy(id string) {
 	e.t.Helper()
 	annotateInfrastructure(e.t, e, clusterid.LegacyAnnotation, id)
+	e.declared = append(e.declared, id)
 	if e.Options.WithoutProvider || !e.MachineAPIRunning() {
 		return
 	}
