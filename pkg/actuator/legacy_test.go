@@ -99,10 +99,18 @@ func TestDeletingAHeldMachineNeverLeaksItsServer(t *testing.T) {
 		t.Errorf("orphan record %v (%v): want held-b's server %s, of cluster %s", cm.Data, err, servers["held-b"].UUID, synID)
 	}
 
-	// The admin declares the Syn ID: held-a's deletion deletes its server.
+	// The admin declares the Syn ID: held-a's deletion deletes its server,
+	// under the Node veto as any delete: while a Node that is not held-a's
+	// runs on it (by name and address), it waits, saying so.
+	node := nodeOn(t, e, "held-a", servers["held-a"])
 	stop()
 	e.StartManager(t, manager.Options{LegacyClusterIDs: []string{synID}})
-	waitGone(t, e, "held-a", time.Minute)
+	waitEvent(t, e, "held-a", "DeleteRefused", servers["held-a"].UUID, "Node held-a (by name and address)")
+	untouched(t, e, servers["held-a"])
+	if err := e.Client.Delete(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, e, "held-a", 3*time.Minute)
 	if n := len(serversOf(t, e, "held-a")); n != 0 {
 		t.Errorf("%d servers of held-a left after its deletion under the declared ID", n)
 	}
@@ -162,4 +170,29 @@ func TestDeclaredLegacyClusterIDIsTheClusters(t *testing.T) {
 		}
 	}
 	assertNoCanary(t, e)
+}
+
+// nodeOn makes a Node without a provider ID of the name that runs on the
+// server by its address, as in a cluster without a cloud controller
+// manager.
+func nodeOn(t *testing.T, e *fixture.Env, name string, s *cloudscale.Server) *corev1.Node {
+	t.Helper()
+	var ip string
+	for _, i := range s.Interfaces {
+		for _, a := range i.Addresses {
+			ip = a.Address
+		}
+	}
+	if ip == "" {
+		t.Fatalf("server %s has no address", s.UUID)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.Client.Create(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+	if err := e.Client.Status().Update(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	return node
 }
