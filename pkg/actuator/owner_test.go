@@ -11,7 +11,6 @@ import (
 
 	"github.com/cloudscale-ch/cloudscale-go-sdk/v8"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
