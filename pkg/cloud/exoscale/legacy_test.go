@@ -74,7 +74,7 @@ func TestSpecNamingALegacyIDsResourceIsJoined(t *testing.T) {
 	if err := sync(ref("worker-b")); !errors.As(err, &foreign) || foreign.Cluster != legacyCluster {
 		t.Errorf("undeclared: sync %v, want the legacy ID's resources refused", err)
 	}
-	if inst, _ := x.emu.Instance(b.ID); len(inst.SecurityGroups) > 0 || len(inst.PrivateNetworks) > 0 {
+	if inst, _ := x.emu.Instance(b.ID); slices.Contains(inst.SecurityGroups, legacySG) || slices.Contains(inst.PrivateNetworks, legacyNet) {
 		t.Errorf("undeclared: sync attached groups %v, networks %v", inst.SecurityGroups, inst.PrivateNetworks)
 	}
 	if err := sync(declared("worker-b")); err != nil {
