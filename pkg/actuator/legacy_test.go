@@ -186,13 +186,5 @@ func nodeOn(t *testing.T, e *fixture.Env, name string, s *cloudscale.Server) *co
 	if ip == "" {
 		t.Fatalf("server %s has no address", s.UUID)
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := e.Client.Create(context.Background(), node); err != nil {
-		t.Fatal(err)
-	}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
-	if err := e.Client.Status().Update(context.Background(), node); err != nil {
-		t.Fatal(err)
-	}
-	return node
+	return fixture.NodeWithoutProviderID(t, e, name, ip)
 }
