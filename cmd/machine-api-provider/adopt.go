@@ -35,8 +35,11 @@ and print the plan: per node group the MachineSet it would write, per server the
 changes without --apply.
 
 The Machines carry the cluster's identity, its Infrastructure's infrastructureName, which the
-provider is pinned to. Servers tagged with another cluster ID (the Terraform modules tag adoptable
-servers with their cluster_id) are left alone unless --take-over-cluster-id names that ID.
+provider is pinned to, or a legacy cluster ID the Infrastructure's annotation
+machine.appuio.io/legacy-cluster-ids declares. Servers tagged with another cluster ID (the
+Terraform modules tag adoptable servers with their cluster_id) are left alone unless that ID is
+declared (they are adopted as they are tagged, their Machines carrying it) or
+--take-over-cluster-id names it (they are retagged with the infrastructureName).
 
 With --apply each server gets the provider's identity (tags on cloudscale.ch, labels on Exoscale),
 nothing else, and then a Machine that records it (spec.providerID); once the Machines run, linked
@@ -55,7 +58,10 @@ procedure and the Terraform handover; --undo releases what adopt wrote again, ke
 server and Node.`,
 		Example: `  # the plan
   CLOUDSCALE_API_TOKEN=... machine-api-provider adopt
-  # carry it out, taking over the servers the module tagged with its cluster_id
+  # carry it out, the module's cluster_id declared as the cluster's legacy ID
+  oc annotate --overwrite infrastructure.config.openshift.io cluster machine.appuio.io/legacy-cluster-ids=c-green-1234
+  CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --apply
+  # or take the servers it tagged over, retagged with the infrastructureName
   CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --take-over-cluster-id c-green-1234 --apply
   # Exoscale, with the credentials secret the Machines name
   machine-api-provider adopt --cloud exoscale --credentials-secret exoscale-credentials --apply
@@ -102,7 +108,7 @@ server and Node.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machine API")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity, which the Machines carry (label machine.openshift.io/cluster-api-cluster) and the provider tags servers with: the Infrastructure's infrastructureName, which it must be where there is one (give it only for a cluster without)")
-	f.StringVar(&o.TakeOverClusterID, "take-over-cluster-id", "", "a cluster ID servers are tagged with that is not the cluster's identity (the Terraform modules' cluster_id): such servers are adopted and retagged with the cluster's identity (default: they are left alone)")
+	f.StringVar(&o.TakeOverClusterID, "take-over-cluster-id", "", "a cluster ID servers are tagged with that is not the cluster's identity (the Terraform modules' cluster_id), for this run: such servers are adopted and retagged with the infrastructureName (default: they are left alone; a legacy cluster ID the Infrastructure declares needs no take-over)")
 	f.StringSliceVar(&o.Zones, "zone", nil, "zones to look in (default: all of the account's)")
 	f.StringSliceVar(&o.LeaveRoles, "leave-role", nil, "roles whose nodes stay Terraform's and are left alone, e.g. infra when the load balancers' router backends are the infra nodes (repeatable)")
 	f.StringVar(&o.CredentialsSecret, "credentials-secret", "", "secret in --namespace with the cloud credentials, which the Machines name (default: the environment's, and the manager's default for the Machines)")

@@ -103,6 +103,7 @@ machine-api-provider-deployer-status and in an event.`,
 	f.StringVar(&o.Namespace, "namespace", deployer.DefaultNamespace, "namespace of the machine-api-operator's images ConfigMap and of the Deployment")
 	f.StringVar(&o.ProviderImage, "provider-image", os.Getenv("PROVIDER_IMAGE"), "image of this provider, run as the machine-controller (default $PROVIDER_IMAGE)")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity handed to the manager (default: the Infrastructure's status.infrastructureName, as on every OpenShift cluster)")
+	f.StringSliceVar(&o.LegacyClusterIDs, "legacy-cluster-ids", nil, "with --cluster-id: the legacy cluster IDs handed to the manager (default: the Infrastructure's annotation machine.appuio.io/legacy-cluster-ids)")
 	f.StringVar(&o.TokenSecret, "token-secret", "cloudscale-token", "the same as --credentials-secret")
 	f.StringVar(&o.TokenSecret, "credentials-secret", "cloudscale-token", "secret holding the provider's default credentials (cloudscale.ch: key token; Exoscale: api-key and api-secret), read by the manager at every use (optional: Machines may name their own)")
 	f.StringVar(&o.Cloud, "cloud", "", "the cloud the provider's manager runs for, as its --cloud; it names the Deployment machine-api-controllers-<cloud> (default: the manager's, cloudscale)")

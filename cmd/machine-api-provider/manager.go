@@ -22,6 +22,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/userdata"
@@ -104,7 +105,7 @@ output to the log.`,
 			if err != nil {
 				return err
 			}
-			log.Info("starting manager", "cloud", cloudName, "clusterID", o.ClusterID, "namespace", o.Namespace, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "maxConcurrentCreates", o.MaxConcurrentCreates)
+			log.Info("starting manager", "cloud", cloudName, "clusterID", o.ClusterID, "legacyClusterIDs", o.LegacyClusterIDs, "namespace", o.Namespace, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "maxConcurrentCreates", o.MaxConcurrentCreates)
 			return mgr.Start(cmd.Context())
 		},
 	}
@@ -120,6 +121,7 @@ output to the log.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machines, MachineSets and secrets to manage (\"\" for all)")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity, its Infrastructure's status.infrastructureName (required; the deployer sets it): the provider acts only on Machines and MachineSets whose label machine.openshift.io/cluster-api-cluster names it, and only on servers tagged with it")
+	f.StringSliceVar(&o.LegacyClusterIDs, "legacy-cluster-ids", nil, "cluster IDs this cluster also owns, besides --cluster-id (the Terraform modules' cluster_id, which fleet clusters' Machines and servers carry; the deployer renders it from the Infrastructure's annotation "+clusterid.LegacyAnnotation+"): Machines and MachineSets labelled with one are the cluster's, and their servers are those tagged with it")
 	f.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 20, "Machines reconciled at once")
 	f.IntVar(&o.MaxConcurrentCreates, "max-concurrent-creates", 10, "servers created at once, across all Machines: Machines that would create more wait, the other reconciles go on")
 	f.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 0, "client-side limit of requests per second to the Kubernetes API (0: none; the API server's priority and fairness protects it)")

@@ -37,8 +37,11 @@ Without a flag it prints what it finds and which step is next; nothing changes.
   --rollback  once this provider is removed: releases its leases and checks that appuio's
               provider finds every server, group and Secret as it left them
 
-Before any change, every spec must be one this provider takes, and every Machine's server must be
-found once by the tags both providers use. Each step is recorded; running one again does only what
+Before any change, every spec must be one this provider takes, every Machine's server must be
+found once by the tags both providers use, and the Machines' cluster ID must be the
+infrastructureName or a legacy cluster ID the Infrastructure declares (on clusters appuio's
+Terraform modules built it is the Project Syn ID: the blocker names the oc annotate command that
+declares it; nothing is relabelled or retagged). Each step is recorded; running one again does only what
 is left. Credentials: the token secret the Machines name, else CLOUDSCALE_API_TOKEN.
 docs/switch-from-appuio.md has the whole procedure.`,
 		Example: `  machine-api-provider switch-from-appuio

@@ -31,10 +31,12 @@ validation the actuator runs, and make no cloud API call.
 
 The webhook server needs no cloud credentials: it answers the API server's
 admission requests from what they hold, and the cluster's identity, which it
-reads once from the Infrastructure named cluster (its service account may get
-that one object) unless --cluster-id gives it. A Machine or MachineSet whose
-label machine.openshift.io/cluster-api-cluster names another cluster is
-refused. /readyz answers once the server listens and knows the identity.`,
+reads from the Infrastructure named cluster (its service account may get
+that one object) unless --cluster-id gives it: its infrastructureName and the
+legacy cluster IDs its annotation machine.appuio.io/legacy-cluster-ids
+declares (read again every minute, and when a label names an ID not declared).
+A Machine or MachineSet whose label machine.openshift.io/cluster-api-cluster
+names another cluster is refused. /readyz answers once the server listens and knows the identity.`,
 		Example: `  # in the cluster (config/webhook), with the service CA's certificate
   machine-api-provider webhook --cloud exoscale`,
 		Args: cobra.NoArgs,
@@ -68,6 +70,7 @@ refused. /readyz answers once the server listens and knows the identity.`,
 	f := cmd.Flags()
 	f.StringVar(&cloudName, "cloud", "cloudscale", "the cloud whose provider specs to default and validate: cloudscale or exoscale")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity, which the label machine.openshift.io/cluster-api-cluster of Machines and MachineSets must name (default: the Infrastructure's status.infrastructureName, read once with the pod's service account)")
+	f.StringSliceVar(&o.LegacyClusterIDs, "legacy-cluster-ids", nil, "with --cluster-id: the legacy cluster IDs the cluster also owns (default: the Infrastructure's annotation machine.appuio.io/legacy-cluster-ids)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file, to read the Infrastructure (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.IntVar(&o.Port, "port", 9443, "HTTPS port of the webhooks")
 	f.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the serving certificate, tls.crt and tls.key (reloaded when they change)")

@@ -251,13 +251,21 @@ func (e *Env) StartProvider(leaderElection bool) (stop func(), err error) {
 	return stop, nil
 }
 
-// newProvider builds the provider's manager for the cluster's identity.
+// newProvider builds the provider's manager for the cluster's identity: the
+// Options' cluster ID, and the legacy IDs the Infrastructure's annotation
+// declares as the manager is started (the deployer renders them as
+// --legacy-cluster-ids, and the Deployment rolls when they change).
 func (e *Env) newProvider(leaderElection bool) (ctrl.Manager, error) {
+	ids, err := e.DeclaredIDs()
+	if err != nil {
+		return nil, err
+	}
 	cfg := rest.CopyConfig(e.Cluster.Config)
 	cfg.UserAgent = ProviderUserAgent
 	return manager.New(cfg, manager.Options{
 		Cloud:                  e.cloud.provider(e.APIURL),
 		ClusterID:              e.Options.ClusterID,
+		LegacyClusterIDs:       ids.Legacy,
 		Namespace:              Namespace,
 		CapacityPublisher:      true,
 		MetricsBindAddress:     "0",

@@ -155,7 +155,14 @@ func start(t *testing.T, cloud string, autoscaler bool, opts ...func(*demo.Optio
 	// The ownership audit (test/ownaudit) of everything the test does
 	// from here on, held to the cluster's identity at its end.
 	audit := ownaudit.Begin(t, ownaudit.Source{Cloud: e.Harness().Audit(), Config: e.Cluster.Config, AuditLog: e.AuditLog()})
-	t.Cleanup(func() { audit.Check(t, t.Name(), ownaudit.Options{ClusterID: e.Options.ClusterID}) })
+	t.Cleanup(func() {
+		// The legacy cluster IDs the test declared are the cluster's too.
+		ids, err := e.DeclaredIDs()
+		if err != nil {
+			t.Errorf("the ownership audit: the declared legacy cluster IDs: %v", err)
+		}
+		audit.Check(t, t.Name(), ownaudit.Options{ClusterID: e.Options.ClusterID, AlsoOwns: ids.Legacy})
+	})
 	return e
 }
 

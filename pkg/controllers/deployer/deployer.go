@@ -165,6 +165,10 @@ type Options struct {
 	// (clusterid.go), which is what to use on OpenShift; this is for a
 	// cluster without one.
 	ClusterID string
+	// LegacyClusterIDs, with ClusterID, are the legacy cluster IDs handed
+	// to the manager (--legacy-cluster-ids). Default: the Infrastructure's
+	// annotation (clusterid.go).
+	LegacyClusterIDs []string
 	// Name of the controller, also the source of its events. Default
 	// machine-api-provider-deployer.
 	Name string
@@ -382,12 +386,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 			fmt.Sprintf("ConfigMap %s/%s: %v", ns, ImagesConfigMap, err))
 	}
 
-	clusterID, why, err := r.clusterID(ctx)
+	ids, reason, why, err := r.clusterID(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if clusterID == "" {
-		return ctrl.Result{}, r.reportOnly(ctx, false, ReasonClusterIdentityUnknown, why)
+	if ids.Own == "" {
+		return ctrl.Result{}, r.reportOnly(ctx, false, reason, why)
 	}
 
 	caHash, err := r.trustedCA(ctx)
@@ -441,7 +445,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		Proxy:                     proxy,
 		TrustedCAHash:             caHash,
 		Release:                   release,
-		ClusterID:                 clusterID,
+		ClusterID:                 ids.Own,
+		LegacyClusterIDs:          ids.Legacy,
 		TLSArgs:                   tlsArgs,
 	}
 	// The Deployment as it is now, read from the API server itself: the

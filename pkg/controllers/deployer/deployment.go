@@ -101,6 +101,9 @@ type Spec struct {
 	// ClusterID is the cluster's identity, the manager's --cluster-id
 	// (clusterid.go).
 	ClusterID string
+	// LegacyClusterIDs are the legacy cluster IDs it also owns, the
+	// manager's --legacy-cluster-ids (clusterid.go).
+	LegacyClusterIDs []string
 	// Stopped runs the controllers with 0 replicas (stop.go); StopSwitch
 	// says that StopConfigMap stops them (the Deployment is annotated
 	// StoppedAnnotation), not a scale to 0.
@@ -446,6 +449,9 @@ func machineContainer(s Spec) corev1.Container {
 	}
 	if s.ClusterID != "" {
 		args = append(args, "--cluster-id="+s.ClusterID)
+	}
+	if len(s.LegacyClusterIDs) > 0 {
+		args = append(args, "--legacy-cluster-ids="+strings.Join(s.LegacyClusterIDs, ","))
 	}
 	// the cluster's own settings last (ReservedManagerFlags keeps them off
 	// the flags above)

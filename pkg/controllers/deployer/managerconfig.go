@@ -50,6 +50,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 )
 
 const (
@@ -82,6 +84,7 @@ var ReservedManagerFlags = map[string]string{
 	"default-credentials-secret": "the deployer's --credentials-secret",
 	"kubeconfig":                 "the controllers use their service account",
 	"cluster-id":                 "the Infrastructure's infrastructureName, the cluster's identity: the provider acts for no other cluster",
+	"legacy-cluster-ids":         "the Infrastructure's annotation " + clusterid.LegacyAnnotation + ", which only cluster admins may write: a cluster ID it owns besides is declared there",
 	// Where the manager sends the default credentials and every create's
 	// user data: only the deployer's own options (its flags, which the
 	// installation sets) may name it, never a namespace's ConfigMap.
