@@ -169,7 +169,7 @@ func Start(o Options) (*Env, error) {
 	// There is no Service network here (no kube-proxy): the API server
 	// reaches a webhook's Service through its endpoints.
 	apiArgs := map[string][]string{"enable-aggregator-routing": {"true"}}
-	if o.Autoscaler {
+	if o.Dir != "" {
 		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 			return nil, err
 		}
@@ -253,7 +253,9 @@ func (e *Env) StartProvider(leaderElection bool) (stop func(), err error) {
 
 // newProvider builds the provider's manager for the cluster's identity.
 func (e *Env) newProvider(leaderElection bool) (ctrl.Manager, error) {
-	return manager.New(e.Cluster.Config, manager.Options{
+	cfg := rest.CopyConfig(e.Cluster.Config)
+	cfg.UserAgent = ProviderUserAgent
+	return manager.New(cfg, manager.Options{
 		Cloud:                  e.cloud.provider(e.APIURL),
 		ClusterID:              e.Options.ClusterID,
 		Namespace:              Namespace,
