@@ -89,7 +89,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 		if err := checkDisk(p, r.template); err != nil {
 			return nil, err
 		}
-		if err := owned("template", "template", describe(p.Template.ID, p.Template.Name), describedCluster(r.template.Description), markDescription); err != nil {
+		if err := owned("template", "template", describe(p.Template.ID, p.Template.Name), DescribedClusterID(r.template.Description), markDescription); err != nil {
 			return nil, err
 		}
 	}
@@ -101,7 +101,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 			return nil, err
 		}
 		if err == nil {
-			if err := owned(field, "security group", describe(ref.ID, ref.Name), describedCluster(g.Description), markDescription); err != nil {
+			if err := owned(field, "security group", describe(ref.ID, ref.Name), DescribedClusterID(g.Description), markDescription); err != nil {
 				return nil, err
 			}
 		}
@@ -115,7 +115,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 			return nil, err
 		}
 		if err == nil {
-			if err := owned(field, "anti-affinity group", describe(ref.ID, ref.Name), describedCluster(g.Description), markDescription); err != nil {
+			if err := owned(field, "anti-affinity group", describe(ref.ID, ref.Name), DescribedClusterID(g.Description), markDescription); err != nil {
 				return nil, err
 			}
 		}
@@ -154,7 +154,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 			return nil, err
 		}
 		if err == nil {
-			if err := owned("deployTarget", "deploy target", describe(p.DeployTarget.ID, p.DeployTarget.Name), describedCluster(dt.Description), markDescription); err != nil {
+			if err := owned("deployTarget", "deploy target", describe(p.DeployTarget.ID, p.DeployTarget.Name), DescribedClusterID(dt.Description), markDescription); err != nil {
 				return nil, err
 			}
 		}

@@ -203,7 +203,7 @@ func (c *Client) attachSecurityGroups(ctx context.Context, clusterID string, p *
 		if slices.ContainsFunc(d.SecurityGroups, func(g v3.SecurityGroup) bool { return g.ID == id }) {
 			continue
 		}
-		if err := cloud.CheckResourceCluster(fmt.Sprintf("securityGroups[%d]", i), "security group", describe(ref.ID, ref.Name), markDescription, describedCluster(g.Description), clusterID); err != nil {
+		if err := cloud.CheckResourceCluster(fmt.Sprintf("securityGroups[%d]", i), "security group", describe(ref.ID, ref.Name), markDescription, DescribedClusterID(g.Description), clusterID); err != nil {
 			return err
 		}
 		if err := owned(ctx); err != nil {
