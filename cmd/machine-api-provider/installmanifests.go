@@ -175,7 +175,7 @@ func bootImageNote(osImage string) string {
 Boot images: the MachineSets boot %s, imported by hand. From OpenShift 4.22 the
 machine-config-operator holds a cluster back when its boot images are too old for the next
 release, and on this platform it cannot see them: let the provider import each release's image
-and record it (the manager's --boot-images-mirror and --boot-images-record-skew), or record the
+and record it (the deployer's --boot-images-mirror, the ConfigMap's boot-images-record-skew), or record the
 image's RHCOS version yourself at each upgrade:
   %s
 docs/boot-images.md has both ways.

@@ -134,7 +134,7 @@ output to the log.`,
 	f.DurationVar(&o.Janitor.Linger, "janitor-linger", janitor.DefaultLinger, "how long an account's clusters are still swept (empty groups, orphans) after its last Machine and MachineSet are gone, with the credentials they used (negative: not at all)")
 	f.DurationVar(&o.Janitor.DeleteOrphansAfter, "delete-orphans-after", 0, "delete servers carrying the cluster's identity but belonging to no Machine this long after they are first seen (0: only report them; at least 10m)")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every Machine is reconciled without a change")
-	f.StringVar(&o.BootImages.Mirror, "boot-images-mirror", "", "turns the boot image controller on (off by default): the base URL of the mirror holding the release's RHCOS images as the cloud imports them (docs/boot-images.md); the controller imports them into the zones the MachineSets use")
+	f.StringVar(&o.BootImages.Mirror, "boot-images-mirror", os.Getenv("BOOT_IMAGES_MIRROR"), "turns the boot image controller on (off by default): the base URL of the mirror holding the release's RHCOS images as the cloud imports them (default $BOOT_IMAGES_MIRROR; docs/boot-images.md); the controller imports them into the zones the MachineSets use. On a cluster the deployer's own --boot-images-mirror sets it, never its ConfigMap")
 	f.BoolVar(&o.BootImages.FollowAll, "boot-images-follow-all", false, "with --boot-images-mirror: move every MachineSet without an owner reference to its release's boot image once imported, not only those labelled "+bootimages.FollowLabel+"=true (a MachineSet labelled false stays)")
 	f.BoolVar(&o.BootImages.RecordSkew, "boot-images-record-skew", false, "with --boot-images-mirror: once every MachineSet boots an image the provider imported, record the oldest in MachineConfiguration cluster's spec.bootImageSkewEnforcement (Manual, rhcosVersion), so that the machine-config-operator's skew enforcement (OpenShift 4.22 on) knows the boot images")
 	f.DurationVar(&o.BootImages.PruneAfter, "boot-images-prune-after", 24*time.Hour, "with --boot-images-mirror: delete an image the provider imported once no MachineSet or Machine has named it for this long (0: never)")
@@ -202,10 +202,8 @@ func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecr
 		return &flagRule{rule: "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration",
 			values: fmt.Sprintf("--leader-elect-renew-deadline=%s, --leader-elect-lease-duration=%s", o.RenewDeadline, o.LeaseDuration)}
 	}
-	if m := o.BootImages.Mirror; m != "" {
-		if u, err := url.Parse(m); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return errors.New("--boot-images-mirror: want an http or https URL without credentials (the cloud downloads from it)")
-		}
+	if err := checkBootImagesMirror(o.BootImages.Mirror); err != nil {
+		return err
 	}
 	if o.BootImages.PruneAfter < 0 || o.BootImages.Interval <= 0 {
 		return fmt.Errorf("--boot-images-prune-after must not be negative and --boot-images-interval must be positive")
@@ -217,6 +215,19 @@ func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecr
 				return &flagRule{rule: "--default-credentials-secret: want a secret's name, or namespace/name", values: fmt.Sprintf("%q", defaultSecret)}
 			}
 		}
+	}
+	return nil
+}
+
+// checkBootImagesMirror refuses a --boot-images-mirror the clouds cannot
+// download from ("" is none: the controller is off). The deployer runs it
+// on its own option of the name.
+func checkBootImagesMirror(m string) error {
+	if m == "" {
+		return nil
+	}
+	if u, err := url.Parse(m); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return &flagRule{rule: "--boot-images-mirror: want an http or https URL without credentials (the cloud downloads from it)"}
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 		if err := checkDisk(p, r.template); err != nil {
 			return nil, err
 		}
-		if err := owned("template", "template", describe(p.Template.ID, p.Template.Name), describedCluster(r.template.Description), markDescription); err != nil {
+		if err := owned("template", "template", describe(p.Template.ID, p.Template.Name), DescribedClusterID(r.template.Description), markDescription); err != nil {
 			return nil, err
 		}
 	}
@@ -102,7 +102,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 			return nil, err
 		}
 		if err == nil {
-			if err := owned(field, "security group", describe(ref.ID, ref.Name), describedCluster(g.Description), markDescription); err != nil {
+			if err := owned(field, "security group", describe(ref.ID, ref.Name), DescribedClusterID(g.Description), markDescription); err != nil {
 				return nil, err
 			}
 		}
@@ -116,7 +116,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 			return nil, err
 		}
 		if err == nil {
-			if err := owned(field, "anti-affinity group", describe(ref.ID, ref.Name), describedCluster(g.Description), markDescription); err != nil {
+			if err := owned(field, "anti-affinity group", describe(ref.ID, ref.Name), DescribedClusterID(g.Description), markDescription); err != nil {
 				return nil, err
 			}
 		}
@@ -155,7 +155,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 			return nil, err
 		}
 		if err == nil {
-			if err := owned("deployTarget", "deploy target", describe(p.DeployTarget.ID, p.DeployTarget.Name), describedCluster(dt.Description), markDescription); err != nil {
+			if err := owned("deployTarget", "deploy target", describe(p.DeployTarget.ID, p.DeployTarget.Name), DescribedClusterID(dt.Description), markDescription); err != nil {
 				return nil, err
 			}
 		}

@@ -203,7 +203,7 @@ func (c *Client) attachSecurityGroups(ctx context.Context, m cloud.MachineRef, p
 		if slices.ContainsFunc(d.SecurityGroups, func(g v3.SecurityGroup) bool { return g.ID == id }) {
 			continue
 		}
-		if err := cloud.CheckResourceCluster(fmt.Sprintf("securityGroups[%d]", i), "security group", describe(ref.ID, ref.Name), markDescription, describedCluster(g.Description), m); err != nil {
+		if err := cloud.CheckResourceCluster(fmt.Sprintf("securityGroups[%d]", i), "security group", describe(ref.ID, ref.Name), markDescription, DescribedClusterID(g.Description), m); err != nil {
 			return err
 		}
 		if err := owned(ctx); err != nil {

@@ -142,11 +142,12 @@ type Options struct {
 	// which the machine-api-operator's manifests create and bind on every
 	// platform.
 	ServiceAccount string
-	// CloudscaleAPIURL and ExoscaleAPIEndpoint are handed to the provider
-	// when set (Spec). They are the deployer's own options, never keys of
-	// ManagerConfigMap: the default credentials go where they point.
-	CloudscaleAPIURL    string
-	ExoscaleAPIEndpoint string
+	// Own are the deployer's own options handed to the provider when set
+	// (Spec), by the name of their flag in OwnFlags: the API endpoints and
+	// the boot image mirror. Never keys of ManagerConfigMap: the default
+	// credentials go where the endpoints point, and every new node boots
+	// what the mirror serves.
+	Own map[string]string
 	// Cloud and ProviderEnv configure the provider for another cloud than
 	// cloudscale.ch (see Spec). Cloud names the Deployment
 	// (DeploymentName).
@@ -229,10 +230,8 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 	if err := checkCloud(opts.Cloud); err != nil {
 		return nil, fmt.Errorf("deployer: %w", err)
 	}
-	for _, e := range opts.ProviderEnv {
-		if (e.Name == envCloudscaleAPIURL && opts.CloudscaleAPIURL != "") || (e.Name == envExoscaleAPIEndpoint && opts.ExoscaleAPIEndpoint != "") {
-			return nil, fmt.Errorf("deployer: the provider's environment names %s, and so does the endpoint option: give one", e.Name)
-		}
+	if err := checkOwn(opts.Own, opts.ProviderEnv); err != nil {
+		return nil, fmt.Errorf("deployer: %w", err)
 	}
 	if reader == nil {
 		reader = c
@@ -437,8 +436,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		ProviderImage:             r.opts.ProviderImage,
 		TokenSecret:               r.opts.TokenSecret,
 		ServiceAccount:            r.opts.ServiceAccount,
-		CloudscaleAPIURL:          r.opts.CloudscaleAPIURL,
-		ExoscaleAPIEndpoint:       r.opts.ExoscaleAPIEndpoint,
+		Own:                       r.opts.Own,
 		WithoutMachineHealthCheck: r.opts.WithoutMachineHealthCheck,
 		Cloud:                     r.opts.Cloud,
 		ProviderEnv:               r.opts.ProviderEnv,
