@@ -2,6 +2,7 @@ package actuator_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestServerBootsAsItsMachine(t *testing.T) {
 		}
 		for m, name := range want {
 			if byServer[servers[m]] != name {
-				return false, nil
+				return false, fmt.Errorf("the Node of Machine %s is %q, want %q", m, byServer[servers[m]], name)
 			}
 		}
 		return true, nil
