@@ -71,6 +71,20 @@ func TestWithHostnameAddsToEveryIgnition3Version(t *testing.T) {
 	}
 }
 
+// A pointer as the installer writes it from 4.6 on carries an empty
+// replace (no source): nothing replaces it, and the file goes beside the
+// merge.
+func TestWithHostnameEmptyReplaceIsNoReplace(t *testing.T) {
+	in := `{"ignition":{"config":{"merge":[{"source":"https://api-int.c1:22623/config/worker","verification":{}}],"replace":{"verification":{}}},"version":"3.2.0"}}`
+	out, res, err := userdata.WithHostname([]byte(in), "worker-a")
+	if err != nil || res.Action != userdata.HostnameAdded || res.Wrapped {
+		t.Fatalf("%+v, %v: want added in place", res, err)
+	}
+	if files := hostnameFiles(decode(t, out)); len(files) != 1 || !reflect.DeepEqual(files[0], wantFile) {
+		t.Errorf("/etc/hostname entries %v", files)
+	}
+}
+
 // Files the config writes stay, numbers as written, and the hostname joins
 // them.
 func TestWithHostnameKeepsOtherFiles(t *testing.T) {
