@@ -18,18 +18,12 @@ import (
 // nodes would make Machines of its own beside adopt's), the
 // ControlPlaneMachineSet, and the user data Secrets the groups name.
 func (a *Adopter) gitOps(ctx context.Context, p *Plan, cl *cluster) error {
-	d := gitops.Read(ctx, a.kube)
-	p.GitOpsUnread = d.Unread
-	add := func(kind string, obj client.Object) {
-		if f := d.Detect(kind, obj); f != nil {
-			p.GitOps = append(p.GitOps, *f)
-		}
-	}
+	c := gitops.Collect(ctx, a.kube)
 	for i := range cl.machineSets {
-		add("MachineSet", &cl.machineSets[i])
+		c.Add("MachineSet", &cl.machineSets[i])
 	}
 	for i := range cl.cpms {
-		add("ControlPlaneMachineSet", &cl.cpms[i])
+		c.Add("ControlPlaneMachineSet", &cl.cpms[i])
 	}
 	seen := map[string]bool{}
 	for _, g := range p.Groups {
@@ -46,8 +40,9 @@ func (a *Adopter) gitOps(ctx context.Context, p *Plan, cl *cluster) error {
 		if err != nil {
 			return fmt.Errorf("reading the user data secret %s: %w", name, err)
 		}
-		add("Secret", &s)
+		c.Add("Secret", &s)
 	}
+	p.GitOps, p.GitOpsUnread = c.Findings, c.Unread()
 	return nil
 }
 
@@ -63,17 +58,15 @@ func (p *Plan) printGitOps(w io.Writer) {
 			written = append(written, g.Name)
 		}
 	}
-	advice := gitops.Advise(p.GitOps)
-	if len(advice) > 0 {
+	lines := gitops.Lines(p.GitOps)
+	if len(lines) > 0 {
 		fmt.Fprintf(w, "\nGitOps: these keep objects adopt works beside in sync. Pause each before --apply and resume it once adopt's\n")
 		fmt.Fprintf(w, "MachineSets are in Git: a MachineSet of Git's for the same nodes makes Machines (and servers) of its own.\n")
-		for _, a := range advice {
-			for _, l := range a.Lines() {
-				fmt.Fprintf(w, "gitops: %s\n", l)
-			}
+		for _, l := range lines {
+			fmt.Fprintf(w, "gitops: %s\n", l)
 		}
 	}
-	if len(written) > 0 && len(advice) > 0 {
+	if len(written) > 0 && len(lines) > 0 {
 		fmt.Fprintf(w, "gitops: adopt's MachineSets (%s) are in no repository: to keep them in Git, commit them as --apply wrote them\n", strings.Join(written, ", "))
 		fmt.Fprintf(w, "gitops:   oc -n openshift-machine-api get machineset %s -o yaml   # without status, uid, resourceVersion, creationTimestamp, generation\n", written[0])
 		fmt.Fprintf(w, "gitops: and remove Git's MachineSets of the same nodes in the same commit; then resume.\n")

@@ -28,18 +28,10 @@ type GitOps struct {
 // that a tool with automated sync keeps is a blocker: the tool would
 // create it again while no machine controller runs.
 func (w *Switch) surveyGitOps(ctx context.Context, s *Survey) error {
-	d := gitops.Read(ctx, w.kube)
-	g := &GitOps{Unread: d.Unread}
-	s.GitOps = g
-	add := func(kind string, obj client.Object) *gitops.Finding {
-		f := d.Detect(kind, obj)
-		if f != nil {
-			g.Findings = append(g.Findings, *f)
-		}
-		return f
-	}
+	c := gitops.Collect(ctx, w.kube)
+	g := &GitOps{}
 	for i := range s.MachineSets {
-		add("MachineSet", &s.MachineSets[i])
+		c.Add("MachineSet", &s.MachineSets[i])
 	}
 	for name, sec := range s.Secrets {
 		if !sec.Exists {
@@ -50,19 +42,17 @@ func (w *Switch) surveyGitOps(ctx context.Context, s *Survey) error {
 			return fmt.Errorf("reading secret %s: %w", name, err)
 		}
 		if !sec.Component {
-			add("Secret", &got)
-		} else if f := d.Detect("Secret", &got); f != nil {
+			c.Add("Secret", &got)
+		} else if f := c.Detect("Secret", &got); f != nil {
 			g.Component = append(g.Component, *f)
 		}
 	}
-	if s.Pause == nil {
-		return nil
-	}
+	// surveyPause ran first.
 	for i := range s.Pause.HealthChecks {
-		add("MachineHealthCheck", &s.Pause.HealthChecks[i])
+		c.Add("MachineHealthCheck", &s.Pause.HealthChecks[i])
 	}
 	for _, ma := range s.Pause.Autoscalers {
-		f := add("MachineAutoscaler", ma)
+		f := c.Add("MachineAutoscaler", ma)
 		if f == nil {
 			continue
 		}
@@ -70,6 +60,8 @@ func (w *Switch) surveyGitOps(ctx context.Context, s *Survey) error {
 			s.Blockers = append(s.Blockers, fmt.Sprintf("MachineAutoscaler %s is kept in sync by %s, which would create it again while the switch has it set aside: pause that first (gitops: below)", ma.GetName(), o))
 		}
 	}
+	g.Findings, g.Unread = c.Findings, c.Unread()
+	s.GitOps = g
 	return nil
 }
 
@@ -85,14 +77,12 @@ func (w *Switch) printGitOps(s *Survey) {
 	for _, a := range gitops.Advise(g.Component) {
 		w.printf("gitops: %s keeps the component's %s: removing the component removes it; leave it running (--prepare saves copies of the Secrets)", a.Owner, strings.Join(a.Objects, ", "))
 	}
-	advice := gitops.Advise(g.Findings)
-	if len(advice) == 0 {
+	lines := gitops.Lines(g.Findings)
+	if len(lines) == 0 {
 		return
 	}
 	w.printf("gitops: pause each of these before --prepare and resume it once --apply is done: a sync meanwhile puts back what Git says (replicas, a set-aside MachineAutoscaler); removing appuio's component deletes its Secrets with it (--prepare saves copies, --apply brings them back outside Argo CD); Git keeps appuio's MachineSet specs, which this provider takes as they are")
-	for _, a := range advice {
-		for _, l := range a.Lines() {
-			w.printf("gitops: %s", l)
-		}
+	for _, l := range lines {
+		w.printf("gitops: %s", l)
 	}
 }

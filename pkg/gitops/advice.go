@@ -115,3 +115,13 @@ func (a Advice) Lines() []string {
 // Acts says whether the owner syncs by itself, or may (not read): what a
 // journey must have paused before it changes what the owner keeps.
 func (a Advice) Acts() bool { return len(a.Pause) > 0 }
+
+// Lines are the lines of every owner's advice (Advise), as the plans print
+// them after their prefix.
+func Lines(findings []Finding) []string {
+	var out []string
+	for _, a := range Advise(findings) {
+		out = append(out, a.Lines()...)
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,3 +93,31 @@ func application(a *unstructured.Unstructured) Owner {
 	}
 	return o
 }
+
+// Collector gathers the findings of the objects a journey touches.
+type Collector struct {
+	d *Detector
+	// Findings are those of the objects added that a tool keeps in sync.
+	Findings []Finding
+}
+
+// Collect returns a Collector that knows the cluster's Argo CD (Read).
+func Collect(ctx context.Context, r client.Reader) *Collector {
+	return &Collector{d: Read(ctx, r)}
+}
+
+// Add detects obj's owner (kind names it) and keeps the finding; nil when
+// no tool keeps it.
+func (c *Collector) Add(kind string, obj metav1.Object) *Finding {
+	f := c.d.Detect(kind, obj)
+	if f != nil {
+		c.Findings = append(c.Findings, *f)
+	}
+	return f
+}
+
+// Detect is Add without keeping the finding.
+func (c *Collector) Detect(kind string, obj metav1.Object) *Finding { return c.d.Detect(kind, obj) }
+
+// Unread says what of Argo CD could not be read ("" when all was).
+func (c *Collector) Unread() string { return c.d.Unread }

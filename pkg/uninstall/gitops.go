@@ -19,24 +19,18 @@ import (
 // MachineSets that make new Machines and servers once a provider runs
 // again, duplicates of the servers adopt would give back their Machines.
 func (u *Uninstaller) gitOps(ctx context.Context, p *Plan) error {
-	d := gitops.Read(ctx, u.kube)
-	p.GitOpsUnread = d.Unread
-	add := func(kind string, obj client.Object) {
-		if f := d.Detect(kind, obj); f != nil {
-			p.GitOps = append(p.GitOps, *f)
-		}
-	}
+	c := gitops.Collect(ctx, u.kube)
 	for i := range p.cpms {
-		add("ControlPlaneMachineSet", &p.cpms[i])
+		c.Add("ControlPlaneMachineSet", &p.cpms[i])
 	}
 	for i := range p.machineSets {
-		add("MachineSet", &p.machineSets[i])
+		c.Add("MachineSet", &p.machineSets[i])
 	}
 	for i := range p.machines {
-		add("Machine", &p.machines[i])
+		c.Add("Machine", &p.machines[i])
 	}
 	for i := range p.autoscalers {
-		add("MachineAutoscaler", &p.autoscalers[i])
+		c.Add("MachineAutoscaler", &p.autoscalers[i])
 	}
 	for _, obj := range u.o.Remove {
 		live := &unstructured.Unstructured{}
@@ -48,8 +42,9 @@ func (u *Uninstaller) gitOps(ctx context.Context, p *Plan) error {
 		case err != nil:
 			return fmt.Errorf("reading %s: %w", describe(obj), err)
 		}
-		add(live.GetKind(), live)
+		c.Add(live.GetKind(), live)
 	}
+	p.GitOps, p.GitOpsUnread = c.Findings, c.Unread()
 	return nil
 }
 
@@ -59,16 +54,14 @@ func (p *Plan) printGitOps(w io.Writer) {
 	if p.GitOpsUnread != "" {
 		fmt.Fprintf(w, "gitops: %s\n", p.GitOpsUnread)
 	}
-	advice := gitops.Advise(p.GitOps)
-	if len(advice) == 0 {
+	lines := gitops.Lines(p.GitOps)
+	if len(lines) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\nGitOps: these keep objects of this plan in sync. Pause each before --apply; then take the objects out of Git\n")
 	fmt.Fprintf(w, "(or out of the Application), and resume it only after: a sync creates them again, and a MachineSet back makes\n")
 	fmt.Fprintf(w, "Machines and servers anew once a provider runs again (duplicates of the servers adopt would give back).\n")
-	for _, a := range advice {
-		for _, l := range a.Lines() {
-			fmt.Fprintf(w, "gitops: %s\n", l)
-		}
+	for _, l := range lines {
+		fmt.Fprintf(w, "gitops: %s\n", l)
 	}
 }
