@@ -145,11 +145,17 @@ func kubeClient(t *testing.T) client.Client {
 // addresses, marked for kwok — and a deleted server's Node stops
 // heartbeating; on either cloud, through the cloud's view of its emulator.
 func TestNodesFollowServers(t *testing.T) {
+	eachCloud(t, testNodesFollowServers)
+}
+
+// eachCloud runs test once per cloud, as a subtest named after it, on a
+// fresh emulator of that cloud.
+func eachCloud(t *testing.T, test func(*testing.T, emulated)) {
 	for _, c := range []struct {
 		name string
 		emu  func(*testing.T) emulated
 	}{{"cloudscale", cloudscaleEmulator}, {"exoscale", exoscaleEmulator}} {
-		t.Run(c.name, func(t *testing.T) { testNodesFollowServers(t, c.emu(t)) })
+		t.Run(c.name, func(t *testing.T) { test(t, c.emu(t)) })
 	}
 }
 
@@ -248,12 +254,7 @@ func testNodesFollowServers(t *testing.T, emu emulated) {
 // Node of a deleted server stops heartbeating also when no CCM ever gave it
 // a providerID.
 func TestExternalNodes(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		emu  func(*testing.T) emulated
-	}{{"cloudscale", cloudscaleEmulator}, {"exoscale", exoscaleEmulator}} {
-		t.Run(c.name, func(t *testing.T) { testExternalNodes(t, c.emu(t)) })
-	}
+	eachCloud(t, testExternalNodes)
 }
 
 func testExternalNodes(t *testing.T, emu emulated) {
@@ -323,12 +324,7 @@ func testExternalNodes(t *testing.T, emu emulated) {
 // otherwise changes nothing: a test whose user data sets no hostname does
 // not get Nodes named as its Machines for free.
 func TestNodeNameIsTheBootHostname(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		emu  func(*testing.T) emulated
-	}{{"cloudscale", cloudscaleEmulator}, {"exoscale", exoscaleEmulator}} {
-		t.Run(c.name, func(t *testing.T) { testNodeNameIsTheBootHostname(t, c.emu(t)) })
-	}
+	eachCloud(t, testNodeNameIsTheBootHostname)
 }
 
 func testNodeNameIsTheBootHostname(t *testing.T, emu emulated) {
