@@ -81,8 +81,8 @@ func withPausables(e *env) {
 	mhc := &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: pausedMHC, Namespace: demo.Namespace}}
 	mhc.Spec.Selector.MatchLabels = map[string]string{"machine.openshift.io/cluster-api-machineset": "worker"}
 	mhc.Spec.UnhealthyConditions = []machinev1beta1.UnhealthyCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Timeout: metav1.Duration{Duration: 5 * time.Minute}}}
-	max := intstr.FromString("40%")
-	mhc.Spec.MaxUnhealthy = &max
+	maxUnhealthy := intstr.FromString("40%")
+	mhc.Spec.MaxUnhealthy = &maxUnhealthy
 	if err := e.Client.Create(e.ctx, mhc); err != nil {
 		e.t.Fatal(err)
 	}
