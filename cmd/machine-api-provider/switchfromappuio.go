@@ -29,19 +29,23 @@ Machines keep their servers and Nodes; what changes is which controllers act on 
 Without a flag it prints what it finds and which step is next; nothing changes.
 
   --prepare   before removing appuio's component: saves copies of the Secrets the Machines
-              name (removing the component deletes them)
+              name (removing the component deletes them), pauses the MachineHealthChecks
+              (cluster.x-k8s.io/paused) and sets the MachineSets' MachineAutoscalers aside
   --apply     once the component is gone: checks that appuio's machine controller lets its lease
               go, brings the Secrets back, hands appuio's server groups of the cluster over,
               deletes appuio-machine-api-controllers and waits for its pods to go, and releases
-              the old controllers' leases; then this provider's deployer deploys its controllers
-  --rollback  once this provider is removed: releases its leases and checks that appuio's
-              provider finds every server, group and Secret as it left them
+              the old controllers' leases, and resumes what --prepare paused; then this
+              provider's deployer deploys its controllers
+  --rollback  once this provider is removed: releases its leases, checks that appuio's
+              provider finds every server, group and Secret as it left them, and resumes
+              what --prepare paused
 
 Before any change, every spec must be one this provider takes, every Machine's server must be
 found once by the tags both providers use, and the Machines' cluster ID must be the
 infrastructureName or a legacy cluster ID the Infrastructure declares (on clusters appuio's
 Terraform modules built it is the Project Syn ID: the blocker names the oc annotate command that
-declares it; nothing is relabelled or retagged). Each step is recorded; running one again does only what
+declares it; nothing is relabelled or retagged). The plan names what Argo CD or Flux keeps in sync
+of what the switch touches, with the commands to pause it. Each step is recorded; running one again does only what
 is left. Credentials: the token secret the Machines name, else CLOUDSCALE_API_TOKEN.
 docs/switch-from-appuio.md has the whole procedure.`,
 		Example: `  machine-api-provider switch-from-appuio

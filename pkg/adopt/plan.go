@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/gitops"
 	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
@@ -81,6 +82,11 @@ type Plan struct {
 	Groups           []*Group
 	// Unmatched are servers of the cluster's domain that no Node runs on.
 	Unmatched []cloud.Found
+	// GitOps are the objects adopt works beside that Argo CD or Flux
+	// keeps in sync (gitops.go); GitOpsUnread says what of Argo CD could
+	// not be read.
+	GitOps       []gitops.Finding
+	GitOpsUnread string
 	// servers are every server the survey found; surveyed says there was
 	// one (a Plan made by Plan).
 	servers  []cloud.Found
@@ -255,6 +261,9 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 			return nil, err
 		}
 		p.Groups = append(p.Groups, g)
+	}
+	if err := a.gitOps(ctx, p, cl); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

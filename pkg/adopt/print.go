@@ -116,6 +116,7 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 		fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\tleft alone: no Node runs on it\n", f.Name, f.ID)
 	}
 	_ = tw.Flush()
+	p.printGitOps(w)
 }
 
 func maxGroup(g *Group) int {

@@ -48,6 +48,10 @@ type Survey struct {
 	Blockers []string
 	// Notes are what the admin should know and need not fix first.
 	Notes []string
+	// Pause is what the switch pauses (pause.go); GitOps what Argo CD or
+	// Flux keeps in sync of what it touches (gitops.go).
+	Pause  *Pause
+	GitOps *GitOps
 }
 
 // NamedSecret is a Secret a spec names.
@@ -160,6 +164,12 @@ func (w *Switch) survey(ctx context.Context) (*Survey, error) {
 		s.Record = &rec
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading ConfigMap %s: %w", RecordConfigMap, err)
+	}
+	if err := w.surveyPause(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := w.surveyGitOps(ctx, s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

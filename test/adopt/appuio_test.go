@@ -40,6 +40,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 	"github.com/appuio/machine-api-provider/pkg/demo"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+	"github.com/appuio/machine-api-provider/pkg/gitops"
 	"github.com/appuio/machine-api-provider/test/ownaudit"
 )
 
@@ -77,17 +78,10 @@ var componentLabels = map[string]string{
 }
 
 // Argo CD's resource tracking: the label (the default tracking method) and
-// the annotation (tracking method annotation, <app>:<group>/<kind>:<namespace>/<name>).
+// the annotation (tracking method annotation, argoTracking).
 const (
-	argoInstanceLabel      = "argocd.argoproj.io/instance"
-	argoTrackingAnnotation = "argocd.argoproj.io/tracking-id"
+	argoInstanceLabel = "argocd.argoproj.io/instance"
 )
-
-// argoTracked are the annotations Argo CD sets on an object of its
-// Application.
-func argoTracked(kind, name string) map[string]string {
-	return map[string]string{argoTrackingAnnotation: appuioswitch.ComponentInstance + ":/" + kind + ":" + demo.Namespace + "/" + name}
-}
 
 // apTemplate is a user data template as appuio's v0.4.0 ones are written
 // (pkg/machine/userdata/userdata.jsonnet does the same, in its own words):
@@ -192,12 +186,14 @@ func buildAppuio(t *testing.T, e *env) *apWorld {
 		TaggedResourceRequest: sdk.TaggedResourceRequest{Tags: &sdk.TagMap{v1beta1.TagMachineName: "worker-zzzzz", v1beta1.TagClusterID: "c-other-9876"}}})
 	must(err)
 
-	// The component's Secrets (tests/defaults.yml, golden 00_secrets.yaml)
-	// and the machine-config-operator's managed one.
+	// The component's Secrets (tests/defaults.yml, golden 00_secrets.yaml),
+	// kept by its Argo CD Application, and the machine-config-operator's
+	// managed one.
+	withArgoCD(e)
 	w.secrets["cloudscale-rw-token"] = map[string][]byte{"token": []byte(apToken)}
 	w.secrets["cloudscale-user-data"] = map[string][]byte{"ignitionHost": []byte("api-int." + apDomain), "ignitionCA": []byte(apCA), "userData": []byte(apTemplate)}
 	for name, data := range w.secrets {
-		must(e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demo.Namespace, Labels: componentLabels, Annotations: argoTracked("Secret", name)},
+		must(e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demo.Namespace, Labels: componentLabels, Annotations: argoTracking("Secret", name)},
 			Type: corev1.SecretTypeOpaque, Data: data}))
 	}
 	e.rotateCA("worker", "api-int."+apDomain+":22623")
@@ -522,7 +518,11 @@ func assertNoServerCalls(t *testing.T, e *env, when string) {
 // over, their server groups of the cluster handed over (another cluster's
 // left alone); then the MachineSets scale like any other, new servers
 // getting the CA the machine-config-operator rotated. After the way back,
-// every server is where appuio's provider looks for it.
+// every server is where appuio's provider looks for it. Around it, as on a
+// fleet cluster: Argo CD keeps the component's Secrets, which the plan
+// says; a MachineHealthCheck and a MachineAutoscaler (the real
+// cluster-autoscaler-operator's) act on the MachineSets, and the switch
+// pauses both from --prepare until --apply is done.
 func TestSwitchFromAppuio(t *testing.T) {
 	t.Parallel()
 	e := start(t, demo.Cloudscale, apInfraName, func(o *demo.Options) {
@@ -534,7 +534,8 @@ func TestSwitchFromAppuio(t *testing.T) {
 	for name := range w.servers {
 		e.withCapacity(name)
 	}
-	e.fleetAutomation("worker", 2, 3)
+	e.fleetAutomation(autoscaledSet, autoscaledMin, autoscaledMax)
+	e.assertAutoscaled(true)
 	appuioStopped := appuioManager(t, e)
 	var out bytes.Buffer
 	sw := appuioswitch.New(e.kube, cscloud.New(cscloud.Options{BaseURL: e.APIURL}),
@@ -595,6 +596,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 			if err != nil || len(s.Blockers) > 0 || s.ClusterID != apClusterID || !s.Identity.IsLegacy(apClusterID) {
 				t.Fatalf("plan: %v, %+v:\n%s", err, s, out.String())
 			}
+			assertPlanSaysGitOps(e, out.String())
 		}},
 		{`oc -n openshift-machine-api create secret generic cloudscale-token --from-literal=token="$(oc -n openshift-machine-api get secret cloudscale-rw-token -o jsonpath='{.data.token}' | base64 -d)"`, func() {
 			if err := e.Client.Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloudscale-token", Namespace: demo.Namespace}, Data: map[string][]byte{"token": w.secrets["cloudscale-rw-token"]["token"]}}); err != nil {
@@ -627,6 +629,9 @@ func TestSwitchFromAppuio(t *testing.T) {
 		}},
 		{"bin/machine-api-provider switch-from-appuio --prepare", func() {
 			mustRun("--prepare", sw.Prepare)
+			// Nothing acts on the Machines until --apply is done.
+			e.assertHealthCheckPaused(true)
+			e.assertAutoscaled(false)
 			// Too early for the switch: appuio's provider still runs.
 			if err := run("--apply before the component is gone", sw.Apply); err == nil || !strings.Contains(err.Error(), "remove its component") {
 				t.Fatalf("--apply while appuio's provider runs: %v, want a refusal", err)
@@ -658,7 +663,9 @@ func TestSwitchFromAppuio(t *testing.T) {
 			}
 		}},
 		{"bin/machine-api-provider switch-from-appuio --apply", func() {
+			e.assertHealthCheckPaused(true)
 			mustRun("--apply", sw.Apply)
+			e.assertPauseDone("after --apply")
 		}},
 		{"oc -n openshift-machine-api rollout status deployment/machine-api-controllers-cloudscale", func() {
 			e.eventually(time.Minute, "the deployer to deploy", func() (bool, string) {
@@ -722,7 +729,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 	for name, data := range w.secrets {
 		var s corev1.Secret
 		if !exists(&s, name) || !maps.EqualFunc(s.Data, data, bytes.Equal) || s.Labels[appuioswitch.ComponentInstanceLabel] != "" ||
-			s.Labels[argoInstanceLabel] != "" || s.Annotations[argoTrackingAnnotation] != "" {
+			s.Labels[argoInstanceLabel] != "" || s.Annotations[gitops.ArgoTrackingID] != "" {
 			t.Errorf("secret %s: %v, labels %v, annotations %v: want it back as it was, untracked", name, s.Data != nil, s.Labels, s.Annotations)
 		}
 	}
@@ -785,6 +792,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 			mustRun("--rollback", sw.Rollback)
 		}},
 	})
+	e.assertPauseDone("after --rollback")
 	assertNoServerCalls(t, e, "on the way back")
 	t.Logf("cloud writes on the way back: %v", e.writes())
 	for _, name := range []string{"cloudscale-machine-api-provider", "machine-api-provider-deployer"} {

@@ -134,9 +134,12 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 			e.node(n.hex, "", []string{"infra", "worker"}, ip)
 		}
 	}
-	// The bootstrap node, gone from the cluster but not from the account.
+	// The bootstrap node, gone from the cluster but not from the account,
+	// with the module's bootstrap user data (bootstrap.tf), which sets no
+	// hostname.
 	boot, err := c.Servers.Create(ctx, &sdk.ServerRequest{Name: "bootstrap." + csDomain, Zone: "rma1", Flavor: "plus-16-4", Image: "custom:rhcos-4.19", VolumeSizeGB: 100,
-		Interfaces: &[]sdk.InterfaceRequest{{Network: net.UUID, Addresses: &[]sdk.AddressRequest{{Subnet: sub.UUID}}}}, SSHKeys: []string{}})
+		Interfaces: &[]sdk.InterfaceRequest{{Network: net.UUID, Addresses: &[]sdk.AddressRequest{{Subnet: sub.UUID}}}}, SSHKeys: []string{},
+		UserData: `{"ignition":{"version":"3.1.0","config":{"merge":[{"source":"https://bootstrap-ignition.example.com/bootstrap.ign"}]}}}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +158,21 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 		return true, ""
 	})
 	// The bootstrap server's Node, which the boot simulation registered as
-	// for any server, went: the bootstrap node never joins for good.
+	// for any server (named as RHCOS names itself on cloudscale.ch without
+	// a hostname in its user data), went: the bootstrap node never joins
+	// for good.
 	e.eventually(time.Minute, "the bootstrap node to register", func() (bool, string) {
-		err := e.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap." + csDomain}})
-		return err == nil, fmt.Sprint(err)
+		var nodes corev1.NodeList
+		if err := e.Client.List(ctx, &nodes); err != nil {
+			return false, err.Error()
+		}
+		for i := range nodes.Items {
+			if n := &nodes.Items[i]; n.Spec.ProviderID == "cloudscale://"+boot.UUID {
+				err := e.Client.Delete(ctx, n)
+				return err == nil, fmt.Sprint(err)
+			}
+		}
+		return false, "no Node with the bootstrap server's provider ID"
 	})
 	e.dropSimulatedTwins()
 	// What OpenShift has: the root CA the machine config server's

@@ -213,6 +213,12 @@ func assertLinked(t *testing.T, e *demo.Env) {
 		if dns != node.Name {
 			t.Errorf("machine %s: NodeInternalDNS %q, node name %q", m.Name, dns, node.Name)
 		}
+		// The hostname the server booted with (the boot simulation reads
+		// it from the user data: the installer's pointer Ignition, which
+		// sets none, with the one the provider adds).
+		if node.Name != m.Name {
+			t.Errorf("machine %s: its node is named %q, not as the Machine", m.Name, node.Name)
+		}
 		if m.Spec.ProviderID == nil || node.Spec.ProviderID != *m.Spec.ProviderID {
 			t.Errorf("machine %s: providerID %v, node's %q", m.Name, m.Spec.ProviderID, node.Spec.ProviderID)
 		}
