@@ -318,12 +318,15 @@ release-tool:
 	cd hack/release && GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -o $(RELEASE_TOOL) .
 
 # pinned-config: $(PINNED_CONFIG)/config, a copy of config/ with config/image
-# naming the image just built by digest.
+# naming the image just built by digest, and for a release (RUNBOOKS_REF, the
+# tag) the alerts' runbook_url pointing at the tag's runbooks, not main's.
+RUNBOOKS_REF ?=
 .PHONY: pinned-config
 pinned-config: image release-tool
 	@rm -rf $(PINNED_CONFIG) && mkdir -p $(PINNED_CONFIG) && cp -R config $(PINNED_CONFIG)/config
 	$(RELEASE_TOOL) pin --file $(PINNED_CONFIG)/config/image/kustomization.yaml \
-		--image $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest)
+		--image $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest) \
+		$(if $(RUNBOOKS_REF),--rules $(PINNED_CONFIG)/config/prometheus/prometheusrule.yaml --runbooks-ref $(RUNBOOKS_REF))
 
 .PHONY: bundle
 bundle: pinned-config $(KUSTOMIZE)
@@ -369,7 +372,7 @@ release-binaries:
 		os=$${p%/*}; arch=$${p#*/}; \
 		echo "go build machine-api-provider-$$os-$$arch"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=false \
-			-ldflags '$(IMAGE_LDFLAGS) -X main.version=$(VERSION)' \
+			-ldflags '$(IMAGE_LDFLAGS) -X main.version=$(VERSION) $(if $(RELEASE_IMAGE),-X main.releaseImage=$(RELEASE_IMAGE))' \
 			-o $(RELEASE_DIR)/machine-api-provider-$$os-$$arch ./cmd/machine-api-provider || exit 1; \
 	done
 
@@ -379,21 +382,48 @@ release: $(CYCLONEDX_GOMOD) $(KUSTOMIZE)
 		echo "make release: the tree has changes; the image is built from the commit, so commit them first (RELEASE_ALLOW_DIRTY=1 overrides):" >&2; \
 		git status --short -- . ':(exclude)config/image' >&2; exit 1; \
 	fi
-	$(MAKE) --no-print-directory bundle IMAGE=$(IMAGE_REPO):$(VERSION) OLM_DIR=$(RELEASE_DIR)
+	$(MAKE) --no-print-directory bundle IMAGE=$(IMAGE_REPO):$(VERSION) OLM_DIR=$(RELEASE_DIR) RUNBOOKS_REF=$(VERSION)
 	$(RELEASE_TOOL) notes --changelog CHANGELOG.md --version $(VERSION) \
-		--image $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest) --out $(RELEASE_DIR)/RELEASE_NOTES.md
+		--image $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest) --out $(RELEASE_DIR)/RELEASE_NOTES.md \
+		--signer-identity '$(RELEASE_SIGNER)' --signer-issuer '$(RELEASE_SIGNER_ISSUER)'
 	cp $(IMAGE_TAR) $(IMAGE_TAR).digest $(RELEASE_DIR)/
 	@for cloud in $(CLOUDS); do \
 		$(KUSTOMIZE) build $(PINNED_CONFIG)/config/overlays/$$cloud > $(RELEASE_DIR)/install-$$cloud.yaml || exit 1; \
 	done
 	$(CYCLONEDX_GOMOD) bin -json -licenses -noserial -notimestamp -version $(VERSION) \
 		-output $(RELEASE_DIR)/machine-api-provider.cdx.json $(IMAGE_BIN)
-	$(MAKE) --no-print-directory release-binaries
+	$(MAKE) --no-print-directory release-binaries RELEASE_IMAGE=$(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest)
 	cd $(RELEASE_DIR) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | xargs sha256sum > SHA256SUMS
 	cp $(PINNED_CONFIG)/config/image/kustomization.yaml config/image/kustomization.yaml
 	@echo "$(RELEASE_DIR): release $(VERSION) of $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest)"
 	@echo "config/image/kustomization.yaml pins that image: for a release, commit it alone and tag the commit $(VERSION)"
 	@echo "(docs/releasing.md); otherwise put it back with: git checkout config/image/kustomization.yaml"
+
+# Signing a release (docs/releasing.md, step 5): Sigstore's cosign, keyless
+# (a short-lived certificate for the releaser's OIDC identity, RELEASE_SIGNER,
+# logged in Sigstore's public transparency log; no key to keep). cosign is
+# run at its pinned version straight from the Go module proxy (go run
+# module@version checks it against the checksum database): it is no tool of
+# make tools, and no test runs it (signing needs Sigstore's services).
+# make release names the signer in the notes when RELEASE_SIGNER is set;
+# make release-sign then signs SHA256SUMS into SHA256SUMS.sigstore.json, and
+# once the images are pushed (RELEASE_PUSHED=1), the image and its SBOM.
+RELEASE_SIGNER        ?=
+RELEASE_SIGNER_ISSUER ?= https://github.com/login/oauth
+COSIGN_VERSION        ?= v3.1.3
+COSIGN                 = $(GO) run github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION)
+RELEASE_PUSHED        ?=
+.PHONY: release-sign
+release-sign:
+	@if [[ -z "$(RELEASE_SIGNER)" ]]; then echo "make release-sign: set RELEASE_SIGNER (and RELEASE_SIGNER_ISSUER) as for make release: the notes name them" >&2; exit 1; fi
+	@grep -qF -- "--certificate-identity '$(RELEASE_SIGNER)'" $(RELEASE_DIR)/RELEASE_NOTES.md || \
+		{ echo "make release-sign: $(RELEASE_DIR)/RELEASE_NOTES.md does not name $(RELEASE_SIGNER): make release RELEASE_SIGNER=$(RELEASE_SIGNER) first" >&2; exit 1; }
+	cd $(RELEASE_DIR) && $(COSIGN) sign-blob --yes --bundle SHA256SUMS.sigstore.json SHA256SUMS
+	@if [[ -n "$(RELEASE_PUSHED)" ]]; then \
+		image=$(IMAGE_REPO)@$$(cat $(RELEASE_DIR)/machine-api-provider.oci.tar.digest); \
+		$(COSIGN) sign --yes $$image && \
+		$(COSIGN) attest --yes --type cyclonedx --predicate $(RELEASE_DIR)/machine-api-provider.cdx.json $$image; \
+	else echo "the image is not signed yet: push it (docs/releasing.md), then make release-sign RELEASE_PUSHED=1"; fi
 
 # ---------------------------------------------------------------------------
 # Tools, built from the pinned wrapper modules in hack/tools/ into bin/.
