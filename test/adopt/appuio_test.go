@@ -413,7 +413,7 @@ func removeComponent(t *testing.T, e *env) {
 }
 
 // docCommands are the commands of a section of docs/switch-from-appuio.md,
-// in order: the lines of its sh blocks that run oc or the binary.
+// in order: the lines of its sh blocks that run oc or the release's tool.
 func docCommands(t *testing.T, section string) []string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "switch-from-appuio.md"))
@@ -432,7 +432,7 @@ func docCommands(t *testing.T, section string) []string {
 	var out []string
 	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text, -1) {
 		for _, line := range strings.Split(block[1], "\n") {
-			if strings.HasPrefix(line, "oc ") || strings.HasPrefix(line, "bin/machine-api-provider ") {
+			if strings.HasPrefix(line, "oc ") || strings.HasPrefix(line, "machine-api-provider ") {
 				out = append(out, line)
 			}
 		}
@@ -536,7 +536,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 	e.Harness().ResetRequests()
 
 	follow(t, "Switching", []step{
-		{"bin/machine-api-provider switch-from-appuio", func() {
+		{"machine-api-provider switch-from-appuio", func() {
 			s, err := sw.Plan(e.ctx)
 			if err != nil || len(s.Blockers) > 0 || len(s.Machines) != 3 || len(s.MachineSets) != 2 || s.ClusterID != apClusterID {
 				t.Fatalf("plan: %v, %+v:\n%s", err, s, out.String())
@@ -571,7 +571,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 				return c != nil && c.Status == metav1.ConditionFalse && c.Reason == deployer.ReasonAppuioProviderPresent, fmt.Sprint(c)
 			})
 		}},
-		{"bin/machine-api-provider switch-from-appuio --prepare", func() {
+		{"machine-api-provider switch-from-appuio --prepare", func() {
 			mustRun("--prepare", sw.Prepare)
 			// Too early for the switch: appuio's provider still runs.
 			if err := run("--apply before the component is gone", sw.Apply); err == nil || !strings.Contains(err.Error(), "remove its component") {
@@ -603,7 +603,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 				t.Fatal("the deployer deployed beside appuio-machine-api-controllers")
 			}
 		}},
-		{"bin/machine-api-provider switch-from-appuio --apply", func() {
+		{"machine-api-provider switch-from-appuio --apply", func() {
 			mustRun("--apply", sw.Apply)
 		}},
 		{"oc -n openshift-machine-api rollout status deployment/machine-api-controllers-cloudscale", func() {
@@ -709,7 +709,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 			})
 			stopProvider()
 		}},
-		{"bin/machine-api-provider switch-from-appuio --rollback", func() {
+		{"machine-api-provider switch-from-appuio --rollback", func() {
 			mustRun("--rollback", sw.Rollback)
 		}},
 	})
