@@ -43,6 +43,10 @@ var foreignFlags = map[string]string{
 	"scale-down-unneeded-time": "the cluster-autoscaler, as its operator renders it",
 	"cloud-provider":           "the kubelet and a cloud-controller-manager", "node-ip": "the kubelet",
 	"ignore-missing": "sha256sum -c, shasum -c", "since": "oc logs",
+	"ignore-not-found": "oc delete", "yes": "cosign", "bundle": "cosign sign-blob, verify-blob",
+	"certificate-identity": "cosign verify", "certificate-oidc-issuer": "cosign verify", "predicate": "cosign attest",
+	"privileged": "docker run, podman run", "no-creds": "skopeo inspect", "rm": "docker run, podman run", "it": "docker run, podman run",
+	"user": "unshare", "map-root-user": "unshare",
 }
 
 // TestDocsMatchTheCode: every flag, annotation and label of ours, event
