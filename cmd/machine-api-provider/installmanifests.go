@@ -54,7 +54,7 @@ cluster runs). docs/adopt.md#new-clusters has the whole flow.`,
 			if image == "" {
 				// A build of one's own embeds config/ of its commit: the
 				// image must be that commit's too.
-				return errors.New("--image is required for a build of your own (a release's tool defaults to its release's image): the image built from the same commit as this binary, e.g. registry.example.com/appuio/machine-api-provider@sha256:...")
+				return errors.New("--image is required for a build of your own (a release's tool defaults to its release's image): the image built from the same commit as this binary, such as registry.example.com/appuio/machine-api-provider@sha256:<digest>")
 			}
 			var c cloud.Cloud
 			o := installmanifests.Options{Image: image, ClusterID: clusterID, Workers: workers, Infra: infra}
