@@ -47,6 +47,11 @@ var foreignFlags = map[string]string{
 	"certificate-identity": "cosign verify", "certificate-oidc-issuer": "cosign verify", "predicate": "cosign attest",
 	"privileged": "docker run, podman run", "no-creds": "skopeo inspect", "rm": "docker run, podman run", "it": "docker run, podman run",
 	"user": "unshare", "map-root-user": "unshare",
+	"boot-mode": "exo compute instance-template register", "username": "exo compute instance-template register",
+	"disable-password": "exo compute instance-template register", "acl": "exo storage upload, aws s3 cp",
+	"recursive": "aws s3 cp", "endpoint-url": "aws s3 cp",
+	"verb": "oc create role", "resource": "oc create role", "resource-name": "oc create role",
+	"role": "oc create rolebinding", "serviceaccount": "oc create rolebinding",
 }
 
 // TestDocsMatchTheCode: every flag, annotation and label of ours, event

@@ -68,8 +68,8 @@ func TestServerOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
 				}
 				_, err = v.client.SyncServer(v.ctx, ref("m"), changed, fresh)
 				wantNotOwned(t, "sync with a fresh record", err)
-				wantNotOwned(t, "delete with a stale record", v.client.DeleteServer(v.ctx, ref("m"), &stale))
-				wantNotOwned(t, "delete without a record", v.client.DeleteServer(v.ctx, ref("m"), &cloud.Server{ID: s.ID}))
+				wantNotOwned(t, "delete with a stale record", v.client.DeleteServer(v.ctx, ref("m"), &stale, noNodes))
+				wantNotOwned(t, "delete without a record", v.client.DeleteServer(v.ctx, ref("m"), &cloud.Server{ID: s.ID}, noNodes))
 			})
 			for route, n := range calls {
 				if route[:4] != "GET " {

@@ -53,6 +53,18 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 	return toServer(s), nil
 }
 
+// ReadAddresses reads the server again: its record has every address the
+// API knows (its interfaces'), and names the private interfaces without
+// one.
+func (c *Client) ReadAddresses(ctx context.Context, s *cloud.Server) error {
+	got, err := c.GetServer(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	s.Addresses, s.AddressesUnknown = got.Addresses, got.AddressesUnknown
+	return nil
+}
+
 func (c *Client) getServer(ctx context.Context, id string) (*sdk.Server, error) {
 	if id == "" {
 		// The SDK would GET the list instead.
@@ -83,7 +95,9 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 		return nil, false, err
 	}
 	ctx = cloud.WithRedaction(ctx, string(userData))
-	if err := c.CheckSpec(ctx, spec); err != nil {
+	// The catalog, and whose the groups, networks, subnets and image the
+	// spec names are: before anything is written (an anti-affinity group).
+	if err := c.checkSpec(ctx, p, m.ClusterID); err != nil {
 		return nil, false, err
 	}
 	req := serverRequest(m, p, userData)
@@ -178,11 +192,16 @@ func serverRequest(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec,
 
 // DeleteServer deletes the server, then the provider's anti-affinity groups
 // it leaves empty. The server is read right before the delete: only one
-// that carries the Machine's identity at that moment is deleted (a
-// *cloud.NotOwnedError otherwise, and nothing is sent).
-func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server) error {
+// that carries the Machine's identity at that moment, and that no Node
+// runs on (veto, asked with that record: it has every address the API
+// knows), is deleted (a *cloud.NotOwnedError or the veto's error
+// otherwise, and nothing is sent).
+func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server, veto cloud.NodeVeto) error {
 	if s == nil || s.ID == "" {
 		return errors.New("cloudscale: DeleteServer needs a server with an ID")
+	}
+	if veto == nil {
+		return cloud.ErrNoVeto
 	}
 	if err := checkRef(m); err != nil {
 		return err
@@ -194,6 +213,9 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	if err := cloud.CheckVeto(ctx, veto, toServer(detail), nil); err != nil {
 		return err
 	}
 	err = c.call(ctx, "server.delete", func(ctx context.Context) error {

@@ -61,7 +61,7 @@ func TestInstanceOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
 				t.Errorf("sync with a fresh record: %v, want a NotOwnedError", err)
 			}
 			for _, rec := range []*cloud.Server{&stale, {ID: s.ID}} {
-				if err := x.c.DeleteServer(x.ctx, ref("worker-a"), rec); !errors.As(err, &no) {
+				if err := x.c.DeleteServer(x.ctx, ref("worker-a"), rec, noNodes); !errors.As(err, &no) {
 					t.Errorf("delete: %v, want a NotOwnedError", err)
 				}
 			}
