@@ -63,16 +63,23 @@ server and Node.`,
   CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --apply
   # or take the servers it tagged over, retagged with the infrastructureName
   CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --take-over-cluster-id c-green-1234 --apply
-  # Exoscale, with the credentials secret the Machines name
-  machine-api-provider adopt --cloud exoscale --credentials-secret exoscale-credentials --apply
+  # Exoscale: the plan, then --apply, with a key of adopt's own role (docs/exoscale.md#iam-role-for-adopt),
+  # never the manager's, which may not replace instance pools
+  EXOSCALE_API_KEY=... EXOSCALE_API_SECRET=... machine-api-provider adopt --cloud exoscale
+  EXOSCALE_API_KEY=... EXOSCALE_API_SECRET=... machine-api-provider adopt --cloud exoscale --apply
   # undo it: what adopt wrote goes, every server and Node stays
   machine-api-provider adopt --undo --apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if undo {
-				return adoptUndo(cmd, cloudName, o.Namespace, kubeconfig, o.Wait, apply, &zapOpts)
+				// The installed deployer's cloud, unless --cloud names one.
+				given := ""
+				if cmd.Flags().Changed("cloud") {
+					given = cloudName
+				}
+				return adoptUndo(cmd, given, o.Namespace, kubeconfig, o.Wait, apply)
 			}
-			log := newLogger(&zapOpts)
+			log := commandLog(cmd)
 			o.Log, o.Out = log, cmd.OutOrStdout()
 			if timeout <= 0 {
 				return fmt.Errorf("--cloud-api-timeout (%s) must be positive", timeout)
@@ -120,6 +127,6 @@ server and Node.`,
 	f.DurationVar(&o.Wait, "wait", 15*time.Minute, "how long to wait for each step the cluster carries out (Machines Running, a replacement Ready, a drain)")
 	f.StringVar(&apiURL, "cloudscale-api-url", os.Getenv("CLOUDSCALE_API_URL"), "cloudscale.ch API base URL (default $CLOUDSCALE_API_URL, else the real API)")
 	f.StringVar(&exoAPI, "exoscale-api-endpoint", os.Getenv(exocloud.EnvAPIEndpoint), "Exoscale API endpoint (default $EXOSCALE_API_ENDPOINT, else "+exocloud.DefaultEndpoint+")")
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }

@@ -8,8 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
@@ -72,9 +70,7 @@ machine-api-provider-deployer-status and in an event.`,
     --service-account machine-api-controllers-exoscale --credentials-secret exoscale-credentials`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger(&zapOpts)
-			ctrl.SetLogger(log)
-			klog.SetLogger(log)
+			log := commandLog(cmd)
 			o.Log = log
 			if o.ProviderImage == "" {
 				return errors.New("--provider-image (or $PROVIDER_IMAGE) is required: the image the machine-controller runs")
@@ -141,6 +137,6 @@ machine-api-provider-deployer-status and in an event.`,
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9441", "address of /healthz and /readyz")
 	f.BoolVar(&o.LeaderElection, "leader-elect", true, "take part in leader election, so only one replica acts")
 	f.StringVar(&o.LeaderElectionID, "leader-election-id", "", "name of the leader election lease in --namespace (default: machine-api-provider-deployer)")
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }

@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
@@ -84,9 +82,7 @@ output to the log.`,
 			return checkManagerFlags(cloudName, cloudTimeout, defaultSecret, &o, &userData)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger(&zapOpts)
-			ctrl.SetLogger(log)
-			klog.SetLogger(log)
+			log := commandLog(cmd)
 			o.Log = log
 			o.UserDataRenderer = &userData
 			c, err := newCloud(cloudName, cloudEndpoints{cloudscale: apiURL, exoscale: exoAPI}, cloudTimeout, secretRef(defaultSecret, o.Namespace))
@@ -149,7 +145,7 @@ output to the log.`,
 	f.Var(&byteSize{&userData.MemoryLimit}, "user-data-memory-limit", "how much memory a user data template may take, e.g. 256Mi (templates run in a sandbox process each)")
 	f.IntVar(&userData.MaxConcurrent, "user-data-max-concurrent", userdata.DefaultMaxConcurrent, "user data templates evaluated at once (each in its own sandbox process)")
 	// zap registers Go flags (--zap-log-level, …); hand them to cobra.
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }
 

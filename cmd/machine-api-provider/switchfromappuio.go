@@ -63,7 +63,7 @@ docs/switch-from-appuio.md has the whole procedure.`,
 			if n > 1 {
 				return errors.New("give one of --prepare, --apply and --rollback")
 			}
-			o.Log, o.Out = newLogger(&zapOpts), cmd.OutOrStdout()
+			o.Log, o.Out = commandLog(cmd), cmd.OutOrStdout()
 			c := cscloud.New(cscloud.Options{BaseURL: apiURL})
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
@@ -100,6 +100,6 @@ docs/switch-from-appuio.md has the whole procedure.`,
 	f.BoolVar(&rollback, "rollback", false, "leave the cluster to appuio's provider again, once this provider is removed")
 	f.DurationVar(&o.Wait, "wait", 5*time.Minute, "how long to wait for a lease to be let go, or a Deployment's pods to go")
 	f.StringVar(&apiURL, "cloudscale-api-url", os.Getenv(cscloud.EnvAPIURL), "cloudscale.ch API base URL (default $CLOUDSCALE_API_URL, else the real API)")
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }

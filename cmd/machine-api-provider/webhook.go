@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -41,9 +39,7 @@ names another cluster is refused. /readyz answers once the server listens and kn
   machine-api-provider webhook --cloud exoscale`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger(&zapOpts)
-			ctrl.SetLogger(log)
-			klog.SetLogger(log)
+			log := commandLog(cmd)
 			o.Log = log
 			var c cloud.Cloud
 			switch cloudName {
@@ -76,6 +72,6 @@ names another cluster is refused. /readyz answers once the server listens and kn
 	f.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the serving certificate, tls.crt and tls.key (reloaded when they change)")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9440", "address of /healthz and /readyz (\"0\" disables them)")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }

@@ -65,6 +65,9 @@ type Options struct {
 	BinDir string
 	// Dir receives the kubeconfig and the logs.
 	Dir string
+	// OpenShiftAPI is the directory of the openshift/api module, whose
+	// CRDs the cluster gets; "" is go.mod's, found with go list.
+	OpenShiftAPI string
 	// BootTime is how long an emulated server is "changing"; RegisterDelay
 	// how long after that its Node registers.
 	BootTime, RegisterDelay time.Duration
@@ -155,7 +158,7 @@ func Start(o Options) (*Env, error) {
 	}
 	// The machine-api-operator's controllers log through klog.
 	klog.SetLogger(o.Log.WithName("machine-api"))
-	crds, err := openShiftCRDs()
+	crds, err := openShiftCRDs(o.OpenShiftAPI)
 	if err != nil {
 		return nil, err
 	}

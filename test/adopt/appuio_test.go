@@ -442,7 +442,7 @@ func removeComponent(t *testing.T, e *env) {
 }
 
 // docCommands are the commands of a section of docs/switch-from-appuio.md,
-// in order: the lines of its sh blocks that run oc or the binary.
+// in order: the lines of its sh blocks that run oc or the release's tool.
 func docCommands(t *testing.T, section string) []string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "switch-from-appuio.md"))
@@ -461,7 +461,7 @@ func docCommands(t *testing.T, section string) []string {
 	var out []string
 	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text, -1) {
 		for _, line := range strings.Split(block[1], "\n") {
-			if strings.HasPrefix(line, "oc ") || strings.HasPrefix(line, "bin/machine-api-provider ") {
+			if strings.HasPrefix(line, "oc ") || strings.HasPrefix(line, "machine-api-provider ") {
 				out = append(out, line)
 			}
 		}
@@ -578,7 +578,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 	e.Harness().ResetRequests()
 
 	follow(t, "Switching", []step{
-		{"bin/machine-api-provider switch-from-appuio", func() {
+		{"machine-api-provider switch-from-appuio", func() {
 			// The Syn ID, not declared yet: the one blocker, naming
 			// the command that declares it (the doc's next one).
 			s, err := sw.Plan(e.ctx)
@@ -627,7 +627,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 				return c != nil && c.Status == metav1.ConditionFalse && c.Reason == deployer.ReasonAppuioProviderPresent, fmt.Sprint(c)
 			})
 		}},
-		{"bin/machine-api-provider switch-from-appuio --prepare", func() {
+		{"machine-api-provider switch-from-appuio --prepare", func() {
 			mustRun("--prepare", sw.Prepare)
 			// Nothing acts on the Machines until --apply is done.
 			e.assertHealthCheckPaused(true)
@@ -662,7 +662,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 				t.Fatal("the deployer deployed beside appuio-machine-api-controllers")
 			}
 		}},
-		{"bin/machine-api-provider switch-from-appuio --apply", func() {
+		{"machine-api-provider switch-from-appuio --apply", func() {
 			e.assertHealthCheckPaused(true)
 			mustRun("--apply", sw.Apply)
 			e.assertPauseDone("after --apply")
@@ -788,7 +788,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 			})
 			stopProvider()
 		}},
-		{"bin/machine-api-provider switch-from-appuio --rollback", func() {
+		{"machine-api-provider switch-from-appuio --rollback", func() {
 			mustRun("--rollback", sw.Rollback)
 		}},
 	})
