@@ -3,7 +3,9 @@ package exoscale_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 )
 
 // Every write route is audited, whatever it is: each route of the route
@@ -27,7 +30,10 @@ import (
 // deliberately wrong in most ways; the emulator is served without the
 // OpenAPI check for that.)
 func TestEveryWriteRouteIsAudited(t *testing.T) {
-	e, err := emu.New(emu.Config{Seed: 42})
+	// The emulator downloads what a template is registered from, as the
+	// API does: the test's template file is served from memory.
+	tplFile := imagefetch.FakeQCOW2(10<<30, "t")
+	e, err := emu.New(emu.Config{Seed: 42, ImageClient: &http.Client{Transport: imagefetch.Mirror{"https://example.com/t.qcow2": tplFile}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +61,7 @@ func TestEveryWriteRouteIsAudited(t *testing.T) {
 			StartIP: net.ParseIP("10.0.0.10"), EndIP: net.ParseIP("10.0.0.20"), Netmask: net.ParseIP("255.255.255.0")})),
 		"anti-affinity-group": ref(c.CreateAntiAffinityGroup(ctx, v3.CreateAntiAffinityGroupRequest{Name: "g", Description: "whose: cluster-group"})),
 		"security-group":      ref(c.CreateSecurityGroup(ctx, v3.CreateSecurityGroupRequest{Name: "sg"})),
-		"template": ref(c.RegisterTemplate(ctx, v3.RegisterTemplateRequest{Name: "t", URL: "https://example.com/t.qcow2", Checksum: "0123456789abcdef0123456789abcdef",
+		"template": ref(c.RegisterTemplate(ctx, v3.RegisterTemplateRequest{Name: "t", URL: "https://example.com/t.qcow2", Checksum: fmt.Sprintf("%x", md5.Sum(tplFile)),
 			BootMode: "legacy", SSHKeyEnabled: ptr(true), PasswordEnabled: ptr(false), DefaultUser: "core"})),
 		"ssh-key": "key",
 	}
