@@ -251,15 +251,18 @@ func TestMachinesDeletedTogetherShareTheirCalls(t *testing.T) {
 	if d := got["DELETE /v1/servers/{uuid}"]; d != n {
 		t.Errorf("%d server deletes, want %d", d, n)
 	}
-	// The lists of the cluster's servers: shared, well below one per
-	// Machine. The group listings: one of each server's delete (it looks
-	// at the groups it left), and the shared sweeps (3 or 4 here), fewer
-	// than two per Machine.
-	if l := got["GET /v1/servers"]; l > n/2 {
-		t.Errorf("%d lists of the servers for %d Machines deleted together, want at most %d: %v", l, n, n/2, got)
+	// The lists of the cluster's servers: shared, fewer than one per
+	// Machine (each Machine made its own before). The group listings: one
+	// of each server's delete (it looks at the groups it left), and the
+	// shared sweeps, fewer than two per Machine. How many deletes overlap
+	// depends on the machine's load (2 to 3 lists of the servers on an
+	// idle machine, 5 at a load of 28 on 2 cores), so the bounds are
+	// those that only unshared calls reach, not the idle machine's counts.
+	if l := got["GET /v1/servers"]; l >= n {
+		t.Errorf("%d lists of the servers for %d Machines deleted together, want fewer than %d: %v", l, n, n, got)
 	}
-	if l := got["GET /v1/server-groups"]; l > 2*n-2 {
-		t.Errorf("%d lists of the groups for %d Machines deleted together, want at most %d: %v", l, n, 2*n-2, got)
+	if l := got["GET /v1/server-groups"]; l >= 2*n {
+		t.Errorf("%d lists of the groups for %d Machines deleted together, want fewer than %d: %v", l, n, 2*n, got)
 	}
 	// A group the deletes emptied together is read and deleted once, not
 	// read again by each of them, one after the other under its lock.
