@@ -591,7 +591,7 @@ func TestSwitchFromAppuio(t *testing.T) {
 			}
 		}},
 		{declareSyn, func() { e.declareLegacy(apClusterID) }},
-		{"bin/machine-api-provider switch-from-appuio", func() {
+		{"machine-api-provider switch-from-appuio", func() {
 			s, err := sw.Plan(e.ctx)
 			if err != nil || len(s.Blockers) > 0 || s.ClusterID != apClusterID || !s.Identity.IsLegacy(apClusterID) {
 				t.Fatalf("plan: %v, %+v:\n%s", err, s, out.String())
