@@ -20,6 +20,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/demo"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
+	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
 
 // publish writes a release's ConfigMap and serves its files from the
@@ -196,10 +197,24 @@ func testBootImagesFollowTheRelease(t *testing.T, cloud string) {
 
 	// No record without consent, even once every MachineSet boots an image
 	// the provider knows (stay goes).
+	if _, n := testenv.Metric(t, "machine_api_provider_machineset_boot_image_outdated", map[string]string{"cloud": cloud, "machineset": stay}); n != 1 {
+		t.Fatalf("%s has %d series of machine_api_provider_machineset_boot_image_outdated, want 1", stay, n)
+	}
 	if err := e.Client.Delete(ctx, e.NamedMachineSet(stay, "")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * e.Options.BootImages.Interval)
+	// Once the controller's pass saw it gone (stay's series of
+	// machine_api_provider_machineset_boot_image_outdated goes in the pass,
+	// before the skew is looked at) and ended, it would have recorded.
+	until(t, time.Minute, "the controller sees "+stay+" gone", func() (bool, string) {
+		_, n := testenv.Metric(t, "machine_api_provider_machineset_boot_image_outdated", map[string]string{"cloud": cloud, "machineset": stay})
+		return n == 0, fmt.Sprintf("%d series", n)
+	})
+	passes := func() float64 {
+		return testenv.Counter(t, "machine_api_provider_boot_image_passes_total", map[string]string{"cloud": cloud, "result": "ok"})
+	}
+	n := passes()
+	until(t, time.Minute, "a pass of the boot image controller ends", func() (bool, string) { return passes() > n, fmt.Sprint(passes()) })
 	if rec := skew(); rec.Mode != "" {
 		t.Fatalf("skew recorded without consent: %+v", rec)
 	}

@@ -3,34 +3,15 @@ package cloudscale
 import (
 	"testing"
 
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/testenv"
 )
 
 // cloudRequests reads machine_api_provider_cloud_requests_total.
 func cloudRequests(t *testing.T, operation, result string) float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "machine_api_provider_cloud_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["cloud"] == "cloudscale" && labels["operation"] == operation && labels["result"] == result {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return testenv.Counter(t, "machine_api_provider_cloud_requests_total", map[string]string{"cloud": "cloudscale", "operation": operation, "result": result})
 }
 
 // Not parallel: the counters are global.

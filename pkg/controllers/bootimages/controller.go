@@ -127,7 +127,12 @@ func (c *Controller) Start(ctx context.Context) error {
 	t := time.NewTicker(c.o.Interval)
 	defer t.Stop()
 	for {
-		if err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+		err := c.Pass(ctx)
+		switch {
+		case err == nil:
+			passes.WithLabelValues(c.o.Cloud.Name(), "ok").Inc()
+		case ctx.Err() == nil:
+			passes.WithLabelValues(c.o.Cloud.Name(), "error").Inc()
 			c.o.Log.Error(err, "boot images")
 		}
 		select {

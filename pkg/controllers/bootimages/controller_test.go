@@ -294,6 +294,19 @@ func (w *world) cloudImages() []cloud.BootImage {
 	return l
 }
 
+// aPassEnds waits for a pass of the controller to end without error
+// (machine_api_provider_boot_image_passes_total): one that was under way
+// when it was called, or a later one.
+func (w *world) aPassEnds() {
+	w.t.Helper()
+	labels := map[string]string{"cloud": w.cloud.Name(), "result": "ok"}
+	n := testenv.Counter(w.t, "machine_api_provider_boot_image_passes_total", labels)
+	w.eventually("a pass of the boot image controller", func() (bool, string) {
+		m := testenv.Counter(w.t, "machine_api_provider_boot_image_passes_total", labels)
+		return m > n, fmt.Sprintf("%v passes", m)
+	})
+}
+
 func (w *world) skewRecord() operatorv1.BootImageSkewEnforcementConfig {
 	w.t.Helper()
 	mc := &operatorv1.MachineConfiguration{}
@@ -359,8 +372,10 @@ func TestBootImagesFollowTheRelease(t *testing.T) {
 				t.Errorf("images in zones %v", zones)
 			}
 
-			// Skew: stay boots an image the provider did not import.
-			time.Sleep(time.Second)
+			// Skew: stay boots an image the provider did not import. A pass
+			// that saw it (it wrote stay's condition) has ended: it would
+			// have recorded by now.
+			w.aPassEnds()
 			if rec := w.skewRecord(); rec.Mode != "" {
 				t.Fatalf("skew recorded while a MachineSet boots an unknown image: %+v", rec)
 			}

@@ -28,6 +28,10 @@ var (
 		Help:    "Time a boot image import took, from its start until the image was usable in every zone (or failed).",
 		Buckets: prometheus.ExponentialBuckets(5, 2, 12),
 	}, []string{"cloud"})
+	passes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_provider_boot_image_passes_total",
+		Help: "Passes of the boot image controller over every MachineSet, by result (ok, error). A pass reads the release and the MachineSets when it begins and records the skew (if allowed) last: a change made before a pass began is acted on once that pass is counted.",
+	}, []string{"cloud", "result"})
 	pruned = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_provider_boot_images_pruned_total",
 		Help: "Boot images of the provider deleted because no MachineSet or Machine named them.",
@@ -35,7 +39,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(outdated, importsDone, importFailures, importSeconds, pruned)
+	metrics.Registry.MustRegister(passes, outdated, importsDone, importFailures, importSeconds, pruned)
 }
 
 // exportMetrics publishes, for each MachineSet of the provider, whether it

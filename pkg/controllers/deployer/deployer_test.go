@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
@@ -422,22 +421,7 @@ func start(t *testing.T, cfg *rest.Config, opts ...func(*deployer.Options)) *env
 // controller-runtime's metrics.
 func (e *env) reconciles() float64 {
 	e.t.Helper()
-	mfs, err := ctrlmetrics.Registry.Gather()
-	e.must(err)
-	n := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "deployer-"+e.ns {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return n
+	return testenv.Counter(e.t, "controller_runtime_reconcile_total", map[string]string{"controller": "deployer-" + e.ns})
 }
 
 func (e *env) must(err error) {
