@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"testing"
+	"time"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
 
@@ -80,5 +81,41 @@ func TestServerOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
 				t.Errorf("tags %v, want them left as %v", got, tc.tags)
 			}
 		})
+	}
+}
+
+// A delete needs no read of its own when the record it acts on comes from
+// a read sent after the delete was decided (cloud.DeleteDecided): the list
+// of the Machines deleted together proves the server still theirs, as a
+// read of it right then would. A record read before the decision is read
+// again, and a server retagged since is left alone.
+func TestDeleteProvenByItsOwnListReadsNothingMore(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emucs.Config{})
+	spec := v.spec(nil)
+	a := v.create("a", spec)
+	b := v.create("b", spec)
+	early, err := v.client.ListServers(v.ctx, sel("b"))
+	if err != nil || len(early) != 1 {
+		t.Fatalf("listed %v, %v", early, err)
+	}
+	v.retag(b.ID, map[string]string{v1beta1.TagClusterID: "another-cluster", v1beta1.TagMachineName: "b"})
+	ctx := cloud.DeleteDecided(v.ctx, time.Now())
+	listed, err := v.client.ListServers(ctx, sel("a"))
+	if err != nil || len(listed) != 1 || listed[0].ID != a.ID {
+		t.Fatalf("listed %v, %v", listed, err)
+	}
+	_, calls := v.calls(func() {
+		if err := v.client.DeleteServer(ctx, ref("a"), &listed[0]); err != nil {
+			t.Errorf("delete of a: %v", err)
+		}
+		wantNotOwned(t, "delete of b, listed before the delete was decided", v.client.DeleteServer(ctx, ref("b"), &early[0]))
+	})
+	// One read: b's; one DELETE: a's.
+	if want := map[string]int64{"GET /v1/servers/{uuid}": 1, "DELETE /v1/servers/{uuid}": 1}; !maps.Equal(calls, want) {
+		t.Errorf("deletes made %v, want %v", calls, want)
+	}
+	if got := v.server(b.ID); got == nil {
+		t.Error("b, retagged as another cluster's, was deleted")
 	}
 }

@@ -36,7 +36,7 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 	if err != nil {
 		return nil, err
 	}
-	started := c.now()
+	started, sent := c.now(), time.Now()
 	filter := selectorLabels(sel)
 	lists, failed, keyErr := c.listEachZone(ctx, zones, filter)
 	if err := ctx.Err(); err != nil {
@@ -59,7 +59,9 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 			}
 			d := fromListItem(it, z)
 			c.zones.seen(string(d.ID), z)
-			out = append(out, *c.server(d))
+			s := c.server(d)
+			s.ReadAt = sent
+			out = append(out, *s)
 		}
 	}
 	if full && sel.Machine == "" {
@@ -248,6 +250,7 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 	}
 	var zoneErr error
 	for _, z := range zones {
+		sent := time.Now()
 		if ze := c.zones.downNow(z, c.now()); ze != nil && len(zones) > 1 {
 			// Its list just failed: asking it would cost its timeout
 			// (and the read retries) for the failure the list got.
@@ -273,7 +276,9 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 		if dying(d.State) {
 			return nil, fmt.Errorf("exoscale: instance %s is %s: %w", id, d.State, cloud.ErrNotFound)
 		}
-		return c.server(d), nil
+		s := c.server(d)
+		s.ReadAt = sent
+		return s, nil
 	}
 	if zoneErr != nil {
 		return nil, zoneErr
@@ -298,6 +303,7 @@ func (c *Client) getInstance(ctx context.Context, zone, id string) (*instance, e
 	d := &instance{Instance: *inst, Zone: zone, Full: true}
 	c.zones.seen(id, zone)
 	c.rememberDisk(id, inst.DiskSize)
+	c.rememberGroups(id, inst.AntiAffinityGroups)
 	return d, nil
 }
 
@@ -432,6 +438,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	}}
 	c.zones.seen(id, p.Zone)
 	c.rememberDisk(id, req.DiskSize)
+	c.rememberGroups(id, req.AntiAffinityGroups)
 	if len(r.networks) > 0 {
 		// This very call made the instance, with the Machine's labels:
 		// nothing to check before attaching it.
@@ -463,10 +470,12 @@ func (c *Client) operationFailed(ctx context.Context, op *v3.Operation, what str
 }
 
 // DeleteServer deletes the instance, then the provider's anti-affinity
-// groups it leaves empty. An instance already gone is no error. The
-// instance is read right before the delete: only one that carries the
-// Machine's identity at that moment is deleted (a *cloud.NotOwnedError
-// otherwise, and nothing is sent).
+// groups it leaves empty. An instance already gone is no error. Only an
+// instance that carries the Machine's identity at that moment is deleted
+// (a *cloud.NotOwnedError otherwise, and nothing is sent): one whose record
+// s is a read sent for this delete (cloud.ProvenOwned: the list of the
+// Machines being deleted) and whose groups the client knows, or else read
+// again now.
 func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server) error {
 	if s == nil || s.ID == "" {
 		return errors.New("exoscale: DeleteServer needs a server with an ID")
@@ -474,21 +483,26 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 	if err := checkRef(m); err != nil {
 		return err
 	}
-	// The fresh, full record also names the instance's groups.
-	got, err := c.GetServer(ctx, s.ID)
-	if cloud.IsNotFound(err) {
-		c.forgetInstance(s.ID)
-		return nil
+	// The fresh record names the instance's groups too.
+	var d *instance
+	if given := detailOf(s); given != nil && cloud.ProvenOwned(ctx, m, s) {
+		d = c.withGroups(given)
 	}
-	if err != nil {
-		return err
-	}
-	if err := cloud.CheckOwned(m, got); err != nil {
-		return err
-	}
-	d := detailOf(got)
 	if d == nil {
-		return fmt.Errorf("exoscale: instance %s has no record", s.ID)
+		got, err := c.GetServer(cloud.ProvingOwnership(ctx), s.ID)
+		if cloud.IsNotFound(err) {
+			c.forgetInstance(s.ID)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := cloud.CheckOwned(m, got); err != nil {
+			return err
+		}
+		if d = detailOf(got); d == nil {
+			return fmt.Errorf("exoscale: instance %s has no record", s.ID)
+		}
 	}
 	zc, err := c.zoneClient(ctx, d.Zone)
 	if err != nil {
