@@ -99,6 +99,8 @@ type Janitor struct {
 	// vetoed remembers, per server, the Nodes last reported as keeping it
 	// from deletion: one event per change, not one per sweep.
 	vetoed map[string]string
+	// swept is when the last sweep ended, by the wall clock (listAge).
+	swept time.Time
 }
 
 var (
@@ -159,6 +161,7 @@ type Report struct {
 // Sweep looks at every account and cluster once.
 func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	var rep Report
+	defer func() { j.swept = time.Now() }()
 	machines, err := j.machines(ctx)
 	if err != nil {
 		return rep, err
@@ -193,7 +196,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 		acc.KeepViews(j.o.ClusterID)
 		for _, cluster := range acc.Clusters() {
 			view := acc.View(cluster)
-			servers, err := view.All(ctx, j.o.Interval)
+			servers, err := view.All(ctx, j.listAge())
 			// Some zones could not be listed: what they hold is unknown,
 			// so nothing recorded is forgotten for not being seen.
 			var partial *cloud.PartialListError
@@ -292,6 +295,19 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	return rep, firstErr
 }
 
+// listAge is how old a list of the cluster's servers a sweep takes: one
+// made since the last sweep ended (by the Machines' reconciles, which
+// share the view), else it lists. A list of the last sweep's own never
+// serves the next, which comes an interval later: whether it would (was
+// the list begun a moment later than the sweep is now, an interval on?)
+// was a toss-up, and so was what a settled cluster cost the account.
+func (j *Janitor) listAge() time.Duration {
+	if j.swept.IsZero() {
+		return j.o.Interval
+	}
+	return min(j.o.Interval, time.Since(j.swept))
+}
+
 // maybeDelete deletes an orphan past DeleteOrphansAfter, if it carries a
 // Machine's identity of the cluster and no Node runs on it (ix).
 func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *cloud.View, o orphans.Orphan, ix *nodes.Index) (bool, error) {
@@ -299,7 +315,10 @@ func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *clo
 		return false, nil
 	}
 	cloudName := j.accounts.Cloud().Name()
-	srv, err := acc.Client.GetServer(ctx, o.ServerID)
+	// This read is the delete's own (cloud.DeleteDecided): the delete
+	// below needs no other.
+	ctx = cloud.DeleteDecided(ctx, time.Now())
+	srv, err := acc.Client.GetServer(cloud.ProvingOwnership(ctx), o.ServerID)
 	if cloud.IsNotFound(err) {
 		return true, nil
 	}
