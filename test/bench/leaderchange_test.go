@@ -143,7 +143,7 @@ func startElectedManager(b *testing.B, e *fixture.Env, c benchCloud, name string
 	}
 	addr := freeAddr(b)
 	args := append([]string{"manager", "--kubeconfig", e.Kubeconfig(b), "--namespace", fixture.Namespace, "--cluster-id", fixture.ClusterID,
-		"--leader-elect=true", "--metrics-bind-address", addr, "--health-probe-bind-address", "0"}, c.managerArgs(e)...)
+		"--leader-elect=true", "--metrics-bind-address", addr, "--health-probe-bind-address", "0"}, c.managerArgs(e.APIURL)...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), c.managerEnv...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

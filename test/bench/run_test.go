@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,8 +32,10 @@ import (
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
-// run scales a MachineSet of c from 0 to n Machines, resyncs them all, and
-// scales it back to 0, measuring each phase.
+// run scales a MachineSet of c from 0 to n Machines, links their Nodes
+// (Running), measures the steady state and a resync, and scales it back to
+// 0, measuring each phase: its time, its cloud calls by route, the
+// manager's CPU.
 func run(b *testing.B, c benchCloud, n int) result {
 	ctx := context.Background()
 	e := fixture.Start(b, c.options())
@@ -48,13 +51,14 @@ func run(b *testing.B, c benchCloud, n int) result {
 	mgr := startManagerProcess(b, e, c)
 	tl := newTimeline()
 	startMachineSetController(b, e, tl)
+	linker := startNodeLinker(b, e.Client, tl)
 
 	ms := machineSet(c)
 	if err := e.Client.Create(ctx, ms); err != nil {
 		b.Fatal(err)
 	}
 	mgr.waitReady(b)
-	res := result{cloud: c.name, n: n}
+	res := result{cloud: c.name, n: n, zoneSweep: c.zoneSweep}
 	var detail strings.Builder
 	fmt.Fprintf(&detail, "\n%s, MachineSet 0 -> %d -> 0, %s create latency, limit %s", c.name, n, createLatency, limit(n))
 	if cloudLimit != nil {
@@ -62,11 +66,11 @@ func run(b *testing.B, c benchCloud, n int) result {
 	}
 	detail.WriteString(":\n")
 
-	// Up: every Machine gets its server and goes Provisioned.
-	before := mgr.scrape(b)
-	h.ResetRequests()
-	api0 := apiRequests(b, e)
-	cpu0 := sampleCPU(mgr.pid)
+	// Up: every Machine gets its server and goes Provisioned, and Running
+	// once its Node is linked; the machine controller's last requeues of
+	// them, 30 s later, and what the burst of creates put off (a new
+	// server's root volume tags, the read of a new instance) count too.
+	p := mgr.begin(b, e, h)
 	start := time.Now()
 	scale(b, e, ms, n)
 	poll := min(max(limit(n)/200, 10*time.Millisecond), 100*time.Millisecond)
@@ -85,74 +89,138 @@ func run(b *testing.B, c benchCloud, n int) result {
 		k, _ := tl.reached(stepProvisioned)
 		return k >= n
 	})
+	res.provisioned, _, _ = mgr.proxy.counted()
 	_, last := tl.reached(stepProvisioned)
 	res.toProvisioned = last.Sub(start)
-	cpuUp := cpuUse(cpu0, sampleCPU(mgr.pid))
-	apiUp := requestDelta(api0, apiRequests(b, e))
-	// What the provisioning caused and is still under way (the first
-	// update of each Machine) counts as provisioning.
+	waitFor(b, 10*time.Minute, "all Machines Running", poll, func() bool {
+		k, _ := tl.reached(stepRunning)
+		return k >= n
+	})
+	_, running := tl.reached(stepRunning)
+	time.Sleep(time.Until(running.Add(echoes)))
 	settle(h)
-	up := delta{before, mgr.scrape(b)}
-	res.provisionCalls = float64(h.Total()) / float64(n)
+	up := p.end(b)
+	res.up, res.cpuUp, res.upFor = up.calls, up.cpu, up.took
+	if linked, err := linker.linked(); err != nil || linked < n {
+		b.Fatalf("%d Nodes linked: %v", linked, err)
+	}
 	_, lastSeen := tl.reached(stepSeen)
-	fmt.Fprintf(&detail, "  all servers %.2fs (%.2f × limit), all Provisioned %.2fs; the MachineSet controller made the last Machine at %.2fs\n",
-		res.toServers.Seconds(), res.ratio(), res.toProvisioned.Seconds(), lastSeen.Sub(start).Seconds())
-	fmt.Fprintf(&detail, "  CPU until all Provisioned: %s\n", cpuUp)
-	fmt.Fprintf(&detail, "  API server requests until all Provisioned (everyone's) %s\n", apiUp)
+	fmt.Fprintf(&detail, "  all servers %.2fs (%.2f × limit), all Provisioned %.2fs, all Running %.2fs; the MachineSet controller made the last Machine at %.2fs\n",
+		res.toServers.Seconds(), res.ratio(), res.toProvisioned.Seconds(), running.Sub(start).Seconds(), lastSeen.Sub(start).Seconds())
+	fmt.Fprintf(&detail, "  CPU until all Running, their last requeues and the cloud settled (%.1fs): %s\n", up.took.Seconds(), up.use)
+	fmt.Fprintf(&detail, "  API server requests meanwhile (everyone's) %s\n", up.api)
 	fmt.Fprintf(&detail, "  server recorded on its Machine, after the scale-up: %s\n", quantiles(serverTimes(tl, start)))
-	fmt.Fprintf(&detail, "  Machine steps:\n%s", tl.breakdown(stepSeen, stepProvisioned))
-	fmt.Fprint(&detail, managerBreakdown(up))
-	fmt.Fprintf(&detail, "  cloud calls to provision: %d (%.2f per Machine) %v\n", h.Total(), res.provisionCalls, h.Requests())
+	fmt.Fprintf(&detail, "  Machine steps:\n%s", tl.breakdown(stepSeen, stepRunning))
+	fmt.Fprint(&detail, managerBreakdown(up.metrics))
+	fmt.Fprintf(&detail, "  cloud calls per Machine until all Provisioned: %s\n    by route: %s\n", res.provisioned.perMachine(n), res.provisioned.routeList())
+	fmt.Fprintf(&detail, "  cloud calls per Machine created (until all Running and settled): %s\n    by route: %s\n", res.up.perMachine(n), res.up.routeList())
 	res.refusedUp = refused(h)
 	if cloudLimit != nil {
 		fmt.Fprintf(&detail, "  answered 429 by the emulated API's rate limit: %d\n", res.refusedUp)
 	}
 
-	// What a burst of creates puts off (a new server's root volume tags,
-	// the read of a new instance) the Machines' next reconciles do, once
-	// the shared view has listed again: the first reconcile of every
-	// Machine after the view's refresh interval. Then they are settled,
-	// and a resync reconciles every one of them once, with nothing to do.
-	time.Sleep(viewRefresh)
-	calls, routes := resync(b, e, mgr, h, n, poll)
-	fmt.Fprintf(&detail, "  first reconcile of every Machine after the burst (what it put off): %d cloud calls %v\n", calls, routes)
-	time.Sleep(viewRefresh)
-	calls, routes = resync(b, e, mgr, h, n, poll)
-	res.resyncCalls = float64(calls) / float64(n)
-	fmt.Fprintf(&detail, "  resync of %d settled Machines: %d cloud calls (%.3f per Machine) %v\n", n, calls, res.resyncCalls, routes)
+	// Steady state: every Machine Running, nothing to do but the
+	// janitor's sweeps and the leader's lease.
+	awaitSweep(b, h, c.sweepRoute)
+	time.Sleep(steadyOffset)
+	p = mgr.begin(b, e, h)
+	time.Sleep(steadyWindow)
+	steady := p.end(b)
+	res.steady, res.cpuSteady, res.steadyFor = steady.calls, steady.cpu, steady.took
+	fmt.Fprintf(&detail, "  steady state, %s between the janitor's sweeps: %d cloud calls %s; CPU: %s\n",
+		steady.took.Round(time.Second), res.steady.total(), res.steady.routeList(), steady.use)
+	fmt.Fprintf(&detail, "    Kubernetes API requests of the manager: %s\n", kubeRequests(steady.metrics))
+
+	// A resync (the sync period's): every settled Machine reconciled
+	// once, with nothing to do; after a sweep, so that none falls into
+	// it, and once the sweep's list is older than the view's refresh
+	// interval, so that it lists as a resync at any other moment would.
+	awaitSweep(b, h, c.sweepRoute)
+	time.Sleep(viewRefresh + time.Second)
+	p = mgr.begin(b, e, h)
+	resync(b, e, mgr, h, n, poll)
+	rs := p.end(b)
+	res.resync, res.cpuResync = rs.calls, rs.cpu
+	fmt.Fprintf(&detail, "  resync of %d settled Machines: %d cloud calls (%.3f per Machine) %s; CPU: %s\n", n, res.resync.total(), res.resyncCalls(), res.resync.routeList(), rs.use)
+	fmt.Fprintf(&detail, "  steady state per Machine and hour (janitor %s, sync period %s): %.1f cloud calls, %.4f manager CPU-seconds\n",
+		janitorInterval, syncPeriod, res.steadyCallsPerHour()/float64(n), res.cpuPerHour()/float64(n))
 	res.peakMiB = mgr.peakRSSMiB(b)
 
 	// Down: every server deleted.
-	before = mgr.scrape(b)
-	h.ResetRequests()
-	api0 = apiRequests(b, e)
-	cpu0 = sampleCPU(mgr.pid)
+	p = mgr.begin(b, e, h)
 	start = time.Now()
 	scale(b, e, ms, 0)
 	waitFor(b, limit(n)+10*time.Minute, "no server left", poll, func() bool { return c.servers(e) == 0 })
 	res.toZero = time.Since(start)
-	cpuDown := cpuUse(cpu0, sampleCPU(mgr.pid))
-	apiDown := requestDelta(api0, apiRequests(b, e))
 	waitFor(b, 10*time.Minute, "every Machine gone", poll, func() bool {
 		k, _ := tl.reached(stepGone)
 		return k >= n
 	})
 	_, goneAt := tl.reached(stepGone)
 	settle(h)
-	down := delta{before, mgr.scrape(b)}
-	res.deleteCalls = float64(h.Total()) / float64(n)
+	down := p.end(b)
+	res.down, res.cpuDown, res.downFor = down.calls, down.cpu, down.took
 	fmt.Fprintf(&detail, "  zero servers %.2fs (%.2f × limit), every Machine gone %.2fs\n", res.toZero.Seconds(), res.zeroRatio(), goneAt.Sub(start).Seconds())
-	fmt.Fprintf(&detail, "  CPU until zero servers: %s\n", cpuDown)
-	fmt.Fprintf(&detail, "  API server requests until zero servers (everyone's) %s\n", apiDown)
+	fmt.Fprintf(&detail, "  CPU until every Machine gone and settled: %s\n", down.use)
+	fmt.Fprintf(&detail, "  API server requests until every Machine gone (everyone's) %s\n", down.api)
 	fmt.Fprintf(&detail, "  Machine steps:\n%s", tl.breakdown(stepDeleting, stepGone))
-	fmt.Fprint(&detail, managerBreakdown(down))
-	fmt.Fprintf(&detail, "  cloud calls to delete: %d (%.2f per Machine) %v\n", h.Total(), res.deleteCalls, h.Requests())
+	fmt.Fprint(&detail, managerBreakdown(down.metrics))
+	fmt.Fprintf(&detail, "  cloud calls per Machine deleted: %s\n    by route: %s\n", res.down.perMachine(n), res.down.routeList())
 	if cloudLimit != nil {
 		fmt.Fprintf(&detail, "  answered 429 by the emulated API's rate limit: %d\n", refused(h)-res.refusedUp)
 	}
-	fmt.Fprintf(&detail, "  manager peak memory (VmHWM): %.0f MiB\n", res.peakMiB)
+	fmt.Fprintf(&detail, "  manager: peak memory (VmHWM) %.0f MiB; CPU-seconds per Machine created %.4f (%.4f less %.3f/s idle for %.1fs), per Machine deleted %.4f (%.4f less idle for %.1fs), per hour of steady state %.2f\n",
+		res.peakMiB, res.cpuPerCreated(), res.per(res.cpuUp), res.idleCPU(), res.upFor.Seconds(), res.cpuPerDeleted(), res.per(res.cpuDown), res.downFor.Seconds(), res.cpuPerHour())
 	res.detail = detail.String()
 	return res
+}
+
+// phase is one measured phase under way: what it started from.
+type phase struct {
+	mgr     *managerProcess
+	e       *fixture.Env
+	h       *harness.Harness
+	start   time.Time
+	cpu     float64
+	sample  cpuSample
+	api     map[string]float64
+	metrics families
+}
+
+// measured is what one phase cost.
+type measured struct {
+	calls   calls
+	cpu     float64 // the manager's CPU-seconds, user + system
+	took    time.Duration
+	use     string // where the machine's CPU went
+	api     string // the API server's requests, everyone's
+	metrics delta  // the manager's metrics
+}
+
+// begin starts measuring a phase: the cloud's counters start from zero.
+func (p *managerProcess) begin(b *testing.B, e *fixture.Env, h *harness.Harness) *phase {
+	ph := &phase{mgr: p, e: e, h: h, metrics: p.scrape(b), api: apiRequests(b, e)}
+	h.ResetRequests()
+	p.proxy.reset()
+	ph.sample = sampleCPU(p.pid)
+	ph.cpu = p.cpuSeconds()
+	ph.start = time.Now()
+	return ph
+}
+
+// end ends the phase and returns what it cost.
+func (ph *phase) end(b *testing.B) measured {
+	cpu := ph.mgr.cpuSeconds() - ph.cpu
+	took := time.Since(ph.start)
+	use := cpuUse(ph.sample, sampleCPU(ph.mgr.pid))
+	d := delta{ph.metrics, ph.mgr.scrape(b)}
+	cs, _, _ := ph.mgr.proxy.counted()
+	cs.ownership = ownershipReads(d)
+	return measured{
+		calls: cs,
+		cpu:   cpu, took: took, use: use, metrics: d,
+		api: requestDelta(ph.api, apiRequests(b, ph.e)),
+	}
 }
 
 func apiRequests(b *testing.B, e *fixture.Env) map[string]float64 {
@@ -163,17 +231,15 @@ func apiRequests(b *testing.B, e *fixture.Env) map[string]float64 {
 	return r
 }
 
-// resync makes every Machine reconcile once and returns the cloud calls
-// that cost.
-func resync(b *testing.B, e *fixture.Env, mgr *managerProcess, h *harness.Harness, n int, poll time.Duration) (int64, map[string]int64) {
+// resync makes every Machine reconcile once, as the sync period does, and
+// waits until the cloud calls that caused are over.
+func resync(b *testing.B, e *fixture.Env, mgr *managerProcess, h *harness.Harness, n int, poll time.Duration) {
 	before := mgr.scrape(b)
-	h.ResetRequests()
 	touchAll(b, e)
 	waitFor(b, 5*time.Minute, "a reconcile of every touched Machine", poll, func() bool {
 		return delta{before, mgr.scrape(b)}.counter("controller_runtime_reconcile_total", map[string]string{"controller": "machine-controller"}) >= float64(n)
 	})
 	settle(h)
-	return h.Total(), h.Requests()
 }
 
 // refused counts the calls the emulated API's rate limit answered 429.
@@ -199,6 +265,8 @@ type managerProcess struct {
 	pid     int
 	metrics string
 	log     string
+	// proxy counts its cloud calls.
+	proxy *countingProxy
 }
 
 // managerBinary is the binary `make bench` builds; BENCH_MANAGER names
@@ -214,7 +282,34 @@ func managerBinary(b *testing.B) string {
 	return filepath.Join(root, "machine-api-provider")
 }
 
+// startManagerProcess starts the manager of the benchmark's cluster.
+// Its calls go through a counting proxy (which tells the zones apart).
 func startManagerProcess(b *testing.B, e *fixture.Env, c benchCloud) *managerProcess {
+	proxy := newCountingProxy(b, e.APIURL)
+	// The capacity publisher has no part in a scale-up.
+	p := startManager(b, e, c, managerSpec{
+		name: c.name, namespace: fixture.Namespace, clusterID: fixture.ClusterID,
+		apiURL: proxy.URL, env: c.managerEnv, args: []string{"--capacity-publisher=false"},
+	})
+	p.proxy = proxy
+	return p
+}
+
+// managerSpec says which cluster a manager process acts for, through which
+// endpoint and with which credentials.
+type managerSpec struct {
+	name                 string // in its log file's name
+	namespace, clusterID string
+	apiURL               string
+	env                  []string
+	args                 []string
+}
+
+// startManager starts a manager process at the shipped defaults (leader
+// election too: a manager renews its lease all day), but the sync
+// period's, whose resync the benchmarks measure on their own
+// (benchSyncPeriod).
+func startManager(b *testing.B, e *fixture.Env, c benchCloud, s managerSpec) *managerProcess {
 	bin := managerBinary(b)
 	if _, err := os.Stat(bin); err != nil {
 		b.Fatalf("%s missing: run `make build` (make bench does)", bin)
@@ -224,17 +319,18 @@ func startManagerProcess(b *testing.B, e *fixture.Env, c benchCloud) *managerPro
 	if dir == "" {
 		dir = b.TempDir()
 	}
-	logPath := filepath.Join(dir, fmt.Sprintf("manager-%s-%d.log", c.name, time.Now().UnixNano()))
+	logPath := filepath.Join(dir, fmt.Sprintf("manager-%s-%d.log", s.name, time.Now().UnixNano()))
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		b.Fatal(err)
 	}
 	addr := freeAddr(b)
 	args := append([]string{"manager", "--kubeconfig", e.Kubeconfig(b),
-		"--namespace", fixture.Namespace, "--cluster-id", fixture.ClusterID, "--leader-elect=false", "--metrics-bind-address", addr,
-		"--health-probe-bind-address", "0", "--capacity-publisher=false"}, c.managerArgs(e)...)
+		"--namespace", s.namespace, "--cluster-id", s.clusterID, "--metrics-bind-address", addr,
+		"--health-probe-bind-address", "0", "--sync-period", benchSyncPeriod.String()}, c.managerArgs(s.apiURL)...)
+	args = knownFlags(b, bin, append(args, s.args...))
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), c.managerEnv...)
+	cmd.Env = append(os.Environ(), s.env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -287,6 +383,53 @@ func (p *managerProcess) scrape(b *testing.B) families {
 	return nil
 }
 
+// cpuSeconds is the CPU time the manager process has used, user and
+// system, its threads' and its waited-for children's (the user data
+// sandbox), from /proc/<pid>/stat.
+func (p *managerProcess) cpuSeconds() float64 {
+	ticks, _ := procCPU(p.pid)
+	return ticks / ticksPerSecond
+}
+
+// knownFlags leaves out the flags the manager binary does not know, so
+// that the benchmark measures older releases too (BENCH_MANAGER): one
+// before --cluster-id, say, whose figures are what the ownership work is
+// measured against.
+func knownFlags(b testing.TB, bin string, args []string) []string {
+	help, err := managerHelp(bin)
+	if err != nil {
+		b.Fatalf("%s manager --help: %v\n%s", bin, err, help)
+	}
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.HasPrefix(a, "--") || strings.Contains(help, "--"+name+" ") {
+			out = append(out, a)
+			continue
+		}
+		fmt.Printf("  (the manager %s has no --%s: left out)\n", bin, name)
+		if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+			i++
+		}
+	}
+	return out
+}
+
+var helps sync.Map // binary -> its manager --help
+
+func managerHelp(bin string) (string, error) {
+	if h, ok := helps.Load(bin); ok {
+		return h.(string), nil
+	}
+	out, err := exec.Command(bin, "manager", "--help").CombinedOutput()
+	if err != nil {
+		return string(out), err
+	}
+	helps.Store(bin, string(out))
+	return string(out), nil
+}
+
 // peakRSSMiB is the manager's peak resident memory, VmHWM in /proc.
 func (p *managerProcess) peakRSSMiB(b *testing.B) float64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.pid))
@@ -322,18 +465,31 @@ func freeAddr(b *testing.B) string {
 // watch on Machines. Neither is the provider: the client has no
 // client-side rate limit, so that they never hold the provider back.
 func startMachineSetController(b *testing.B, e *fixture.Env, tl *timeline) {
+	startMachineSetControllerIn(b, e, tl, fixture.Namespace)
+}
+
+// startMachineSetControllerIn runs the MachineSet controller and the
+// timeline on the namespaces (none: all).
+func startMachineSetControllerIn(b *testing.B, e *fixture.Env, tl *timeline, namespaces ...string) {
 	scheme, err := manager.Scheme()
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg := rest.CopyConfig(e.Config)
 	cfg.QPS, cfg.Burst = -1, 0
+	cacheOpts := cache.Options{}
+	if len(namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	// One MachineSet controller per run, several runs per process.
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{fixture.Namespace: {}}},
+		Cache:      cacheOpts,
 		Controller: config.Controller{SkipNameValidation: &skip},
 	})
 	if err != nil {
@@ -359,10 +515,15 @@ func startMachineSetController(b *testing.B, e *fixture.Env, tl *timeline) {
 }
 
 func machineSet(c benchCloud) *machinev1.MachineSet {
-	labels := map[string]string{"machine.openshift.io/cluster-api-cluster": fixture.ClusterID, "machine.openshift.io/cluster-api-machineset": "bench-workers"}
+	return machineSetIn(c, fixture.Namespace, fixture.ClusterID)
+}
+
+// machineSetIn is a MachineSet of cluster in namespace, at 0 replicas.
+func machineSetIn(c benchCloud, namespace, cluster string) *machinev1.MachineSet {
+	labels := map[string]string{"machine.openshift.io/cluster-api-cluster": cluster, "machine.openshift.io/cluster-api-machineset": "bench-workers"}
 	zero := int32(0)
 	ms := &machinev1.MachineSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-workers", Namespace: fixture.Namespace, Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": fixture.ClusterID}},
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-workers", Namespace: namespace, Labels: map[string]string{"machine.openshift.io/cluster-api-cluster": cluster}},
 		Spec: machinev1.MachineSetSpec{
 			Replicas: &zero,
 			Selector: metav1.LabelSelector{MatchLabels: labels},
@@ -381,18 +542,7 @@ func scale(b *testing.B, e *fixture.Env, ms *machinev1.MachineSet, n int) {
 }
 
 // touchAll makes every Machine reconcile once, as a resync does.
-func touchAll(b testing.TB, e *fixture.Env) {
-	var list machinev1.MachineList
-	if err := e.Client.List(context.Background(), &list, client.InNamespace(fixture.Namespace)); err != nil {
-		b.Fatal(err)
-	}
-	for i := range list.Items {
-		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"bench/resync":"`+strconv.FormatInt(time.Now().UnixNano(), 10)+`"}}}`))
-		if err := e.Client.Patch(context.Background(), &list.Items[i], patch); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func touchAll(b testing.TB, e *fixture.Env) { touchAllIn(b, e, fixture.Namespace) }
 
 // settle waits until the cloud has had no request for two seconds.
 func settle(h *harness.Harness) {
@@ -461,7 +611,8 @@ func sampleCPU(manager int) cpuSample {
 	return s
 }
 
-// procCPU returns a process's CPU time in clock ticks, and its parent.
+// procCPU returns a process's CPU time in clock ticks (user and system,
+// of every thread and of the children it waited for), and its parent.
 func procCPU(pid int) (ticks float64, parent int) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -471,13 +622,16 @@ func procCPU(pid int) (ticks float64, parent int) {
 	// spaces.
 	_, rest, ok := strings.Cut(string(b), ") ")
 	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
+	if !ok || len(f) < 15 {
 		return 0, 0
 	}
 	parent, _ = strconv.Atoi(f[1])
-	u, _ := strconv.ParseFloat(f[11], 64)
-	k, _ := strconv.ParseFloat(f[12], 64)
-	return u + k, parent
+	// utime, stime, cutime, cstime
+	for _, i := range []int{11, 12, 13, 14} {
+		v, _ := strconv.ParseFloat(f[i], 64)
+		ticks += v
+	}
+	return ticks, parent
 }
 
 // cpuUse describes the CPU between two samples: how busy the machine was
