@@ -142,13 +142,20 @@ make bench-fleet BENCH_RUNS=2
 - **Steady state**: every Machine Running. A window of two janitor intervals between the
   janitor's sweeps, then one resync (every Machine reconciled once, as the sync period does every
   10 minutes): calls and CPU per hour are the window's at its rate plus six resyncs.
-- **CPU** is the manager process's own, user + system, from ` + "`/proc/<pid>/stat`" + ` (its
-  threads and its waited-for children). CPU-seconds count work, not waiting: a busy machine
-  stretches the wall-clock figures, much less the CPU ones; what still moves them is the
-  scheduling of a busy machine (more, shorter runs of the Go scheduler; cache misses) and the
-  timing of the work itself (how many reconciles a Machine's events fold into), which the
-  difference between the two runs shows. The hardware has no performance counters for
-  ` + "`perf stat -e instructions`" + ` (a virtual machine), so instructions are not reported.
+- **CPU** is the manager process's own, user + system: its threads' time from
+  ` + "`/proc/<pid>/task/*/schedstat`" + ` (nanoseconds; ` + "`/proc/<pid>/stat`" + ` counts the same in 10 ms
+  ticks) and its waited-for children's. CPU-seconds count work, not waiting, so a busy machine
+  stretches the wall-clock figures much more than these; but the same work still takes more CPU
+  time when the others' work shares the cores' caches and has the scheduler switch more: on this
+  machine, by up to 40 % between two hours and 5–20 % between two scale-ups minutes apart. So:
+  each run scales up and down three times (` + "`BENCH_CYCLES`" + `) and resyncs three times, and takes
+  the least CPU of the three (the others' work only ever adds CPU time), less what the manager uses
+  idle for as long as the phase took; and a **reference** process beside the manager does the same
+  small piece of Go work (decode, copy and encode 100 Machines) every 50 ms, a few percent of a
+  core, so that each phase also says how much one piece cost then: the manager's CPU **in
+  reference pieces** is the figure the machine's load moves least. The hardware has no
+  performance counters (` + "`perf stat -e instructions`" + ` reports them not supported on this virtual
+  machine), so instructions are not reported.
 - **ratio to limit**: the time until every Machine has its server against what the cloud's
   create latency (300 ms, added by the emulator) allows at 10 creates at a time; on 2 cores it
   measures the machine as much as the provider.
