@@ -283,8 +283,8 @@ type phase struct {
 
 // measured is what one phase cost.
 type measured struct {
-	calls   calls
-	cpu     float64 // the manager's CPU-seconds, user + system
+	calls calls
+	cpu   float64 // the manager's CPU-seconds, user + system
 	// piece is the reference's CPU-seconds per piece meanwhile (0: none).
 	piece   float64
 	took    time.Duration
