@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+	"strings"
+	"testing"
 	"time"
 
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
@@ -84,6 +86,17 @@ var clouds = map[string]benchCloud{
 		managerEnv: []string{"EXOSCALE_API_KEY=" + emuexo.DefaultAPIKey, "EXOSCALE_API_SECRET=" + emuexo.DefaultAPISecret},
 		servers:    func(e *fixture.Env) int { return e.Exoscale.CountInstances() },
 	},
+}
+
+// eachCloud runs fn as a sub-benchmark of every cloud CLOUD names.
+func eachCloud(b *testing.B, fn func(b *testing.B, c benchCloud)) {
+	for _, name := range strings.Split(env("CLOUD", fixture.Cloudscale), ",") {
+		c, err := cloudNamed(strings.TrimSpace(name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) { fn(b, c) })
+	}
 }
 
 func cloudNamed(name string) (benchCloud, error) {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -67,23 +66,17 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	var all []fleetResult
 	m := newMachine()
-	for _, name := range strings.Split(env("CLOUD", fixture.Cloudscale), ",") {
-		c, err := cloudNamed(strings.TrimSpace(name))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(c.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				for r := 0; r < runs; r++ {
-					rs := fleet(b, c, sizes, machines, by)
-					for _, res := range rs {
-						fmt.Print(res.detail)
-					}
-					all = append(all, rs...)
+	eachCloud(b, func(b *testing.B, c benchCloud) {
+		for i := 0; i < b.N; i++ {
+			for r := 0; r < runs; r++ {
+				rs := fleet(b, c, sizes, machines, by)
+				for _, res := range rs {
+					fmt.Print(res.detail)
 				}
+				all = append(all, rs...)
 			}
-		})
-	}
+		}
+	})
 	fmt.Print(fleetTable(all))
 	if len(all) > 0 {
 		writeSection(b, "fleet.md", fleetSection(all, m))
@@ -413,10 +406,7 @@ var rateLimits = map[string]string{
 }
 
 // fleetFigure is one column of the fleet table.
-type fleetFigure struct {
-	name, unit, format string
-	of                 func(fleetResult) float64
-}
+type fleetFigure = column[fleetResult]
 
 // fleetFigures are the columns of the fleet table.
 var fleetFigures = []fleetFigure{
@@ -460,22 +450,12 @@ func fleetTable(all []fleetResult) string {
 		fmt.Fprintf(&b, "\nFleet benchmark: N clusters of %d Machines in one account, a manager each at its defaults; steady state = the janitor's sweeps (every %s) and a resync every %s; the scale-up adds %d Machines to one cluster (%s create latency)\n",
 			r.machines, janitorInterval, syncPeriod, r.scaleUpBy, createLatency)
 	}
-	b.WriteString("\n| cloud | clusters |")
-	sep := "|---|---:|"
-	for _, f := range fleetFigures {
-		name := f.name
-		if f.unit != "" {
-			name += " (" + f.unit + ")"
-		}
-		b.WriteString(" " + name + " |")
-		sep += "---:|"
-	}
-	b.WriteString("\n" + sep + "\n")
+	b.WriteString("\n" + header("| cloud | clusters |", fleetFigures))
 	for _, k := range keys {
 		rs := byKey[k]
 		fmt.Fprintf(&b, "| %s | %d |", k.cloud, k.clusters)
 		for _, f := range fleetFigures {
-			b.WriteString(" " + fleetRuns(rs, f) + " |")
+			b.WriteString(" " + runs(rs, f) + " |")
 		}
 		b.WriteString("\n")
 	}
@@ -489,23 +469,4 @@ func fleetTable(all []fleetResult) string {
 	}
 	b.WriteString("\n")
 	return b.String()
-}
-
-// fleetRuns prints a fleet figure of every run, "a / b (Δ 1.2%)".
-func fleetRuns(rs []fleetResult, f fleetFigure) string {
-	parts := make([]string, len(rs))
-	first := f.of(rs[0])
-	worst := 0.0
-	for i, r := range rs {
-		v := f.of(r)
-		parts[i] = fmt.Sprintf(f.format, v)
-		if first != 0 {
-			worst = max(worst, math.Abs(v-first)/math.Abs(first)*100)
-		}
-	}
-	s := strings.Join(parts, " / ")
-	if len(rs) > 1 {
-		s += fmt.Sprintf(" (Δ %.1f%%)", worst)
-	}
-	return s
 }

@@ -34,17 +34,11 @@ const (
 // margin), and those whose create was under way (bound: the create grace).
 func BenchmarkLeaderChange(b *testing.B) {
 	var out strings.Builder
-	for _, name := range strings.Split(env("CLOUD", fixture.Cloudscale), ",") {
-		c, err := cloudNamed(strings.TrimSpace(name))
-		if err != nil {
-			b.Fatal(err)
+	eachCloud(b, func(b *testing.B, c benchCloud) {
+		for i := 0; i < b.N; i++ {
+			out.WriteString(leaderChange(b, c))
 		}
-		b.Run(c.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				out.WriteString(leaderChange(b, c))
-			}
-		})
-	}
+	})
 	fmt.Print(out.String())
 }
 

@@ -83,8 +83,8 @@ func run(b *testing.B, c benchCloud, n, cycles int) result {
 				fmt.Fprintf(&detail, "  answered 429 by the emulated API's rate limit: %d\n", res.refusedUp)
 			}
 			s.steady(&detail, &res)
-		} else if up.calls.withoutSweeps() != res.up.withoutSweeps() {
-			fmt.Fprintf(&detail, "  cycle %d: cloud calls per Machine created %s (the first: %s)\n", cycle, up.calls.perMachine(n), res.up.perMachine(n))
+		} else {
+			detail.WriteString(differs(fmt.Sprintf("cycle %d: cloud calls per Machine created", cycle), up.calls, res.up, n))
 		}
 		down := s.down()
 		res.cpuDowns = append(res.cpuDowns, down.cpu)
@@ -93,8 +93,8 @@ func run(b *testing.B, c benchCloud, n, cycles int) result {
 		if cycle == 1 {
 			res.toZero, res.down = down.toZero, down.calls
 			s.describeDown(&detail, &res, down)
-		} else if down.calls.withoutSweeps() != res.down.withoutSweeps() {
-			fmt.Fprintf(&detail, "  cycle %d: cloud calls per Machine deleted %s (the first: %s)\n", cycle, down.calls.perMachine(n), res.down.perMachine(n))
+		} else {
+			detail.WriteString(differs(fmt.Sprintf("cycle %d: cloud calls per Machine deleted", cycle), down.calls, res.down, n))
 		}
 	}
 	res.peakMiB = mgr.peakRSSMiB(b)
@@ -105,6 +105,15 @@ func run(b *testing.B, c benchCloud, n, cycles int) result {
 		fmtFloats(res.inPieces(res.cpuUps, res.pieceUps, res.upFors)), fmtFloats(res.inPieces(res.cpuDowns, res.pieceDowns, res.downFors)), res.piecesPerHour())
 	res.detail = detail.String()
 	return res
+}
+
+// differs says what a later cycle's calls were when they are not the
+// first's; "" when they are.
+func differs(what string, got, first calls, n int) string {
+	if got.withoutSweeps() == first.withoutSweeps() {
+		return ""
+	}
+	return fmt.Sprintf("  %s %s (the first: %s)\n", what, got.perMachine(n), first.perMachine(n))
 }
 
 func fmtFloats(v []float64) string {
@@ -221,8 +230,6 @@ func (s *scaling) steady(d *strings.Builder, res *result) {
 		}
 		if i == 0 {
 			res.resync = rs.calls
-		} else if rs.calls.withoutSweeps() != res.resync.withoutSweeps() {
-			fmt.Fprintf(d, "  resync %d: %d cloud calls %s\n", i+1, rs.calls.total(), rs.calls.routeList())
 		}
 		fmt.Fprintf(d, "  resync of %d settled Machines: %d cloud calls (%.3f per Machine) %s; CPU: %s\n", n, rs.calls.total(), res.per(float64(rs.calls.withoutSweeps())), rs.calls.routeList(), rs.use)
 	}

@@ -261,12 +261,15 @@ func (r result) cpuPerHour() float64 {
 	return r.cpuSteady*float64(time.Hour)/float64(r.steadyFor) + r.cpuResync*float64(time.Hour/syncPeriod)
 }
 
-// figure is one column of the table: how to print it and read it from a
-// run.
-type figure struct {
+// column is one column of a table of runs of type T: how to name it,
+// print it and read it from a run.
+type column[T any] struct {
 	name, unit, format string
-	of                 func(result) float64
+	of                 func(T) float64
 }
+
+// figure is a column of the scale table.
+type figure = column[result]
 
 var figures = []figure{
 	{"all servers", "s", "%.1f", func(r result) float64 { return r.toServers.Seconds() }},
@@ -322,17 +325,7 @@ func table(rows [][]result) string {
 	if cloudLimit != nil {
 		fmt.Fprintf(&b, "The emulated API allows %g calls/s in bursts of %d and answers 429 beyond.\n", cloudLimit.QPS, cloudLimit.Burst)
 	}
-	b.WriteString("\n| cloud | Machines |")
-	sep := "|---|---:|"
-	for _, f := range figures {
-		name := f.name
-		if f.unit != "" {
-			name += " (" + f.unit + ")"
-		}
-		b.WriteString(" " + name + " |")
-		sep += "---:|"
-	}
-	b.WriteString("\n" + sep + "\n")
+	b.WriteString("\n" + header("| cloud | Machines |", figures))
 	for _, rs := range rows {
 		fmt.Fprintf(&b, "| %s | %d |", rs[0].cloud, rs[0].n)
 		for _, f := range figures {
@@ -347,8 +340,23 @@ func table(rows [][]result) string {
 	return b.String()
 }
 
-// runs prints a figure of every run, "a / b (Δ 1.2%)".
-func runs(rs []result, f figure) string {
+// header is a Markdown table's header: the first columns, then cols.
+func header[T any](first string, cols []column[T]) string {
+	h, sep := first, strings.Repeat("|---", strings.Count(first, "|")-2)+"|---:|"
+	for _, f := range cols {
+		name := f.name
+		if f.unit != "" {
+			name += " (" + f.unit + ")"
+		}
+		h += " " + name + " |"
+		sep += "---:|"
+	}
+	return h + "\n" + sep + "\n"
+}
+
+// runs prints a figure of every run, "a / b (Δ 1.2%)": how far the
+// others are from the first.
+func runs[T any](rs []T, f column[T]) string {
 	parts := make([]string, len(rs))
 	first := f.of(rs[0])
 	worst := 0.0
