@@ -119,6 +119,8 @@ test-conformance:
 # (test/bench), and a leader change. BENCH_SIZES (e.g. 100,500,1000), CLOUD
 # (one cloud; default both), BENCH_RUNS (repeats, each printed),
 # BENCH_CLOUD_LIMIT (qps/burst the emulated API allows before it answers 429).
+# BenchmarkBootImageImport prints a release's boot image import per image and
+# zone (cloud calls, wall time); BENCH_IMAGE_MIB sizes its images (64).
 BENCH_SIZES       ?= 100
 BENCH_RUNS        ?= 1
 BENCH_CLOUD_LIMIT ?=

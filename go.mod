@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cloudscale-ch/cloudscale-go-sdk/v8 v8.0.0
+	github.com/coreos/stream-metadata-go v0.4.11
 	github.com/exoscale/egoscale/v3 v3.1.43
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/go-logr/logr v1.4.3

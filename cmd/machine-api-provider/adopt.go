@@ -88,6 +88,7 @@ server and Node.`,
 				return err
 			}
 			ctx := cmd.Context()
+			warnBootImageSkew(ctx, o.Out, kube)
 			a, err := adopt.New(ctx, kube, c, o)
 			if err != nil {
 				return err

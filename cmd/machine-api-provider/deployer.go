@@ -12,6 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 )
 
@@ -48,7 +50,9 @@ The manager's flags are set in the ConfigMap machine-api-provider-config of
 the namespace (each key a flag of "machine-api-provider manager" without the
 dashes); the deployer checks them as the manager would and rolls the
 controllers, or refuses them with a Warning event and keeps the running
-configuration. The manager reads its default credentials from the secret
+configuration. Where the manager sends its credentials is no key of it:
+the cloud's API endpoint is --cloudscale-api-url or --exoscale-api-endpoint
+of the deployer. The manager reads its default credentials from the secret
 --credentials-secret at every use: replacing the secret needs no restart.
 
 Where the operator runs its own machine-api-controllers (a platform it
@@ -106,9 +110,15 @@ machine-api-provider-deployer-status and in an event.`,
 	// the deployer mapped the secret's keys to environment variables.
 	f.StringSliceVar(&credentialsEnv, "credentials-env", nil, "ignored: the manager reads the keys of --credentials-secret itself")
 	_ = f.MarkDeprecated("credentials-env", "the manager reads the secret's keys itself (cloudscale.ch: token; Exoscale: api-key, api-secret)")
-	f.StringSliceVar(&providerEnv, "provider-env", nil, "NAME=value: further environment of the provider, e.g. EXOSCALE_API_ENDPOINT=https://...")
+	f.StringSliceVar(&providerEnv, "provider-env", nil, "NAME=value: further environment of the provider (the API endpoints have flags of their own)")
 	f.StringVar(&o.ServiceAccount, "service-account", "machine-api-controllers", "service account of the controllers (config/ installs machine-api-controllers-<cloud> and sets it)")
-	f.StringVar(&o.CloudscaleAPIURL, "cloudscale-api-url", "", "cloudscale.ch API base URL handed to the provider (default: the real API)")
+	// The API endpoints are the deployer's own options (its flags or its
+	// environment, as the installation sets them: a kustomize patch, an
+	// OLM Subscription's config.env), never keys of the namespace's
+	// ConfigMap: the default credentials and every create's user data go
+	// where they point.
+	f.StringVar(&o.CloudscaleAPIURL, "cloudscale-api-url", os.Getenv(cscloud.EnvAPIURL), "cloudscale.ch API base URL handed to the provider (default $CLOUDSCALE_API_URL, else the real API); the one place to set it: the default credentials and every server's user data go there")
+	f.StringVar(&o.ExoscaleAPIEndpoint, "exoscale-api-endpoint", os.Getenv(exocloud.EnvAPIEndpoint), "Exoscale API endpoint handed to the provider, whose zone list names every zone's (default $EXOSCALE_API_ENDPOINT, else the real API's); the one place to set it: the default credentials and every instance's user data go there")
 	f.BoolVar(&o.WithoutMachineHealthCheck, "without-machine-healthcheck", false, "leave out the machine-healthcheck controller")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9441", "address of /healthz and /readyz")

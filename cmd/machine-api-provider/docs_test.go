@@ -43,6 +43,11 @@ var foreignFlags = map[string]string{
 	"scale-down-unneeded-time": "the cluster-autoscaler, as its operator renders it",
 	"cloud-provider":           "the kubelet and a cloud-controller-manager", "node-ip": "the kubelet",
 	"ignore-missing": "sha256sum -c, shasum -c", "since": "oc logs",
+	"boot-mode": "exo compute instance-template register", "username": "exo compute instance-template register",
+	"disable-password": "exo compute instance-template register", "acl": "exo storage upload, aws s3 cp",
+	"recursive": "aws s3 cp", "endpoint-url": "aws s3 cp",
+	"verb": "oc create role", "resource": "oc create role", "resource-name": "oc create role",
+	"role": "oc create rolebinding", "serviceaccount": "oc create rolebinding",
 }
 
 // TestDocsMatchTheCode: every flag, annotation and label of ours, event

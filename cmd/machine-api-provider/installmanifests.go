@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/appuio/machine-api-provider/pkg/bootimages"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
@@ -140,6 +141,7 @@ cluster runs). docs/adopt.md#new-clusters has the whole flow.`,
 				names = append(names, f.Name)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d files into %s (cluster %s):\n  %s\n", len(files), out, o.ClusterID, strings.Join(names, "\n  "))
+			fmt.Fprint(cmd.OutOrStdout(), bootImageNote(osImage))
 			return nil
 		},
 	}
@@ -162,4 +164,20 @@ cluster runs). docs/adopt.md#new-clusters has the whole flow.`,
 	f.StringSliceVar(&sshKeys, "ssh-key", nil, "Exoscale: SSH keys of the nodes, by name (repeatable)")
 	f.BoolVar(&noCredentials, "no-credentials", false, "write no credentials secret (create it yourself before the deployer starts)")
 	return cmd
+}
+
+// bootImageNote tells a new cluster what its MachineSets' boot image means
+// for the boot-image skew enforcement of OpenShift 4.22 (on platform
+// External the machine-config-operator takes the install version for the
+// boot images' until MachineConfiguration cluster records them).
+func bootImageNote(osImage string) string {
+	return fmt.Sprintf(`
+Boot images: the MachineSets boot %s, imported by hand. From OpenShift 4.22 the
+machine-config-operator holds a cluster back when its boot images are too old for the next
+release, and on this platform it cannot see them: let the provider import each release's image
+and record it (the manager's --boot-images-mirror and --boot-images-record-skew), or record the
+image's RHCOS version yourself at each upgrade:
+  %s
+docs/boot-images.md has both ways.
+`, osImage, bootimages.ClearCommand(""))
 }

@@ -41,5 +41,5 @@ func main() {
 // subcommands are the binary's commands (the docs test reads their flags).
 func subcommands() []*cobra.Command {
 	return []*cobra.Command{emulatorCommand(), managerCommand(), webhookCommand(), deployerCommand(), demoCommand(),
-		adoptCommand(), installManifestsCommand(), switchFromAppuioCommand(), uninstallCommand()}
+		adoptCommand(), installManifestsCommand(), switchFromAppuioCommand(), uninstallCommand(), imagesCommand()}
 }

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
+	"github.com/appuio/machine-api-provider/pkg/bootimages"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
@@ -129,6 +132,11 @@ output to the log.`,
 	f.DurationVar(&o.Janitor.Linger, "janitor-linger", janitor.DefaultLinger, "how long an account's clusters are still swept (empty groups, orphans) after its last Machine and MachineSet are gone, with the credentials they used (negative: not at all)")
 	f.DurationVar(&o.Janitor.DeleteOrphansAfter, "delete-orphans-after", 0, "delete servers carrying the cluster's identity but belonging to no Machine this long after they are first seen (0: only report them; at least 10m)")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every Machine is reconciled without a change")
+	f.StringVar(&o.BootImages.Mirror, "boot-images-mirror", "", "turns the boot image controller on (off by default): the base URL of the mirror holding the release's RHCOS images as the cloud imports them (docs/boot-images.md); the controller imports them into the zones the MachineSets use")
+	f.BoolVar(&o.BootImages.FollowAll, "boot-images-follow-all", false, "with --boot-images-mirror: move every MachineSet without an owner reference to its release's boot image once imported, not only those labelled "+bootimages.FollowLabel+"=true (a MachineSet labelled false stays)")
+	f.BoolVar(&o.BootImages.RecordSkew, "boot-images-record-skew", false, "with --boot-images-mirror: once every MachineSet boots an image the provider imported, record the oldest in MachineConfiguration cluster's spec.bootImageSkewEnforcement (Manual, rhcosVersion), so that the machine-config-operator's skew enforcement (OpenShift 4.22 on) knows the boot images")
+	f.DurationVar(&o.BootImages.PruneAfter, "boot-images-prune-after", 24*time.Hour, "with --boot-images-mirror: delete an image the provider imported once no MachineSet or Machine has named it for this long (0: never)")
+	f.DurationVar(&o.BootImages.Interval, "boot-images-interval", time.Minute, "with --boot-images-mirror: how often the release's boot images and the MachineSets are looked at")
 	f.BoolVar(&o.CapacityPublisher, "capacity-publisher", true, "annotate MachineSets with the capacity of their flavor, for scaling from zero")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8081", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9440", "address of /healthz and /readyz")
@@ -149,7 +157,7 @@ func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecr
 	switch cloudName {
 	case "cloudscale", "exoscale":
 	default:
-		return fmt.Errorf("--cloud %q: the clouds are: cloudscale, exoscale", cloudName)
+		return &flagRule{rule: "--cloud: the clouds are: cloudscale, exoscale", values: fmt.Sprintf("--cloud %q", cloudName)}
 	}
 	if err := checkClusterID(o.ClusterID); err != nil {
 		return err
@@ -163,7 +171,7 @@ func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecr
 		{"leader-elect-lease-duration", o.LeaseDuration}, {"leader-elect-renew-deadline", o.RenewDeadline}, {"leader-elect-retry-period", o.RetryPeriod},
 	} {
 		if d.v <= 0 {
-			return fmt.Errorf("--%s (%s) must be positive", d.flag, d.v)
+			return &flagRule{rule: fmt.Sprintf("--%s must be positive", d.flag), values: fmt.Sprintf("--%s=%s", d.flag, d.v)}
 		}
 	}
 	for _, n := range []struct {
@@ -177,27 +185,51 @@ func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecr
 		{"cloud-api-qps", o.CloudRateLimit.QPS, 0}, {"cloud-api-burst", float64(o.CloudRateLimit.Burst), 0},
 	} {
 		if n.v < n.min {
-			return fmt.Errorf("--%s (%v) must be at least %v", n.flag, n.v, n.min)
+			return &flagRule{rule: fmt.Sprintf("--%s must be at least %v", n.flag, n.min), values: fmt.Sprintf("--%s=%v", n.flag, n.v)}
 		}
 	}
 	if o.Actuator.CreateGrace <= cloudTimeout {
-		return fmt.Errorf("--create-grace (%s) must be longer than --cloud-api-timeout (%s): a create given up on can still make its server until the grace period ends", o.Actuator.CreateGrace, cloudTimeout)
+		return &flagRule{rule: "--create-grace must be longer than --cloud-api-timeout: a create given up on can still make its server until the grace period ends",
+			values: fmt.Sprintf("--create-grace=%s, --cloud-api-timeout=%s", o.Actuator.CreateGrace, cloudTimeout)}
 	}
 	if d := o.Janitor.DeleteOrphansAfter; d < 0 || (d > 0 && d < janitor.MinDeleteOrphansAfter) {
-		return fmt.Errorf("--delete-orphans-after (%s) must be 0 (only report orphans) or at least %s", d, janitor.MinDeleteOrphansAfter)
+		return &flagRule{rule: fmt.Sprintf("--delete-orphans-after must be 0 (only report orphans) or at least %s", janitor.MinDeleteOrphansAfter),
+			values: fmt.Sprintf("--delete-orphans-after=%s", d)}
 	}
 	if o.RenewDeadline >= o.LeaseDuration {
-		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.RenewDeadline, o.LeaseDuration)
+		return &flagRule{rule: "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration",
+			values: fmt.Sprintf("--leader-elect-renew-deadline=%s, --leader-elect-lease-duration=%s", o.RenewDeadline, o.LeaseDuration)}
+	}
+	if m := o.BootImages.Mirror; m != "" {
+		if u, err := url.Parse(m); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return errors.New("--boot-images-mirror: want an http or https URL without credentials (the cloud downloads from it)")
+		}
+	}
+	if o.BootImages.PruneAfter < 0 || o.BootImages.Interval <= 0 {
+		return fmt.Errorf("--boot-images-prune-after must not be negative and --boot-images-interval must be positive")
 	}
 	if defaultSecret != "" {
 		parts := strings.Split(defaultSecret, "/")
 		for _, p := range parts {
 			if len(parts) > 2 || len(validation.IsDNS1123Subdomain(p)) > 0 {
-				return fmt.Errorf("--default-credentials-secret %q: want a secret's name, or namespace/name", defaultSecret)
+				return &flagRule{rule: "--default-credentials-secret: want a secret's name, or namespace/name", values: fmt.Sprintf("%q", defaultSecret)}
 			}
 		}
 	}
 	return nil
+}
+
+// flagRule is a start-up check of the manager's flags that failed. Its
+// Error names the values too, for a person at the command line; rule alone
+// names the flags and the rule they break, for the deployer
+// (checkManagerArgs), which must not quote a ConfigMap's values.
+type flagRule struct{ rule, values string }
+
+func (e *flagRule) Error() string {
+	if e.values == "" {
+		return e.rule
+	}
+	return e.rule + " (given " + e.values + ")"
 }
 
 // checkClusterID refuses a --cluster-id the provider cannot act for: none,
@@ -205,10 +237,10 @@ func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecr
 // the tag or label on the servers).
 func checkClusterID(id string) error {
 	if id == "" {
-		return errors.New("--cluster-id is required: the cluster's infrastructure name, `oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`")
+		return &flagRule{rule: "--cluster-id is required: the cluster's infrastructure name, `oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`"}
 	}
 	if msgs := validation.IsValidLabelValue(id); len(msgs) > 0 {
-		return fmt.Errorf("--cluster-id %q: %s", id, strings.Join(msgs, "; "))
+		return &flagRule{rule: "--cluster-id: " + strings.Join(msgs, "; "), values: fmt.Sprintf("%q", id)}
 	}
 	return nil
 }
@@ -228,15 +260,58 @@ func secretRef(s, namespace string) types.NamespacedName {
 	return types.NamespacedName{Namespace: namespace, Name: s}
 }
 
-// checkManagerArgs parses args as the manager's flags and runs the
-// manager's own checks on them: what the deployer rolls out for the
-// manager must start. Unknown flags and unparsable values are errors too.
+// checkManagerArgs parses args (each --flag=value) as the manager's flags
+// and runs the manager's own checks on them: what the deployer rolls out
+// for the manager must start. Unknown flags and unparsable values are
+// errors too. Its errors name the flag and the rule it breaks, never a
+// value: the deployer quotes them into its condition and events, and the
+// values come from a ConfigMap, where a secret may have been pasted in the
+// wrong place and any text may be hostile.
 func checkManagerArgs(args []string) error {
 	cmd := managerCommand()
-	if err := cmd.ParseFlags(args); err != nil {
-		return err
+	fs := cmd.Flags()
+	for _, a := range args {
+		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		f := fs.Lookup(name)
+		switch {
+		case !ok || !strings.HasPrefix(a, "--"):
+			return errors.New("an argument is not --flag=value")
+		case f == nil:
+			return fmt.Errorf("--%s is no flag of the manager", name)
+		}
+		if err := fs.Set(name, value); err != nil {
+			return fmt.Errorf("--%s takes %s, and the value given is none", name, flagTakes(f))
+		}
 	}
-	return cmd.PreRunE(cmd, nil)
+	var rule *flagRule
+	switch err := cmd.PreRunE(cmd, nil); {
+	case err == nil:
+		return nil
+	case errors.As(err, &rule):
+		return errors.New(rule.rule)
+	default:
+		// none of the checks quotes a value without a flagRule: no
+		// such message reaches the deployer
+		return errors.New("the manager's start-up checks refuse these flags")
+	}
+}
+
+// flagTakes says what a flag takes, for a message without the value.
+func flagTakes(f *pflag.Flag) string {
+	switch t := f.Value.Type(); t {
+	case "duration":
+		return "a duration such as 90s or 5m"
+	case "bool":
+		return "true or false"
+	case "int", "int32", "int64":
+		return "a whole number"
+	case "float32", "float64":
+		return "a number"
+	case "size":
+		return "a size such as 256Mi"
+	default:
+		return "a value of type " + t + " (`machine-api-provider manager --help`)"
+	}
 }
 
 // cloudEndpoints are the clouds' API endpoints the flags name ("": the

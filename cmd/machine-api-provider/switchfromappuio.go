@@ -72,6 +72,7 @@ docs/switch-from-appuio.md has the whole procedure.`,
 			}
 			w := appuioswitch.New(kube, c, o)
 			ctx := cmd.Context()
+			warnBootImageSkew(ctx, o.Out, kube)
 			switch {
 			case prepare:
 				return w.Prepare(ctx)

@@ -243,9 +243,20 @@ type objects struct {
 // and why; docs/install.md says how to add them to an OLM install. Any other
 // object outside the bundle's namespace is an error.
 var notInBundle = map[string]string{
+	"Role openshift-machine-config-operator/machine-api-controllers-cloudscale-boot-images":        bootImagesRBAC,
+	"RoleBinding openshift-machine-config-operator/machine-api-controllers-cloudscale-boot-images": bootImagesRBAC,
+	"Role openshift-machine-config-operator/machine-api-controllers-exoscale-boot-images":          bootImagesRBAC,
+	"RoleBinding openshift-machine-config-operator/machine-api-controllers-exoscale-boot-images":   bootImagesRBAC,
+
 	"ConfigMap openshift-config-managed/machine-api-provider-dashboard": "OLM installs only into the operator's namespace; " +
 		"the console dashboard lives in openshift-config-managed (oc apply -f config/prometheus/dashboard.yaml of the release's tag)",
 }
+
+// bootImagesRBAC says why the boot image controller's Role is not in the
+// bundle, and how to grant it.
+const bootImagesRBAC = "OLM installs only into the operator's namespace; the boot image controller (off by default) reads " +
+	"the ConfigMap coreos-bootimages of openshift-machine-config-operator through a Role there " +
+	"(oc apply -f of the Role and RoleBinding in config/rbac/controllers.yaml of the release's tag, docs/boot-images.md)"
 
 func sortObjects(objs []*unstructured.Unstructured, namespace string) (*objects, error) {
 	in := &objects{

@@ -122,18 +122,19 @@ func (a *Actuator) deleteServers(ctx context.Context, m *machinev1.Machine, s *s
 		}
 		return nil
 	}
-	ix, err := nodes.List(ctx, a.client, a.cloud.Name())
+	veto, err := a.veto(ctx, m, true)
 	if err != nil {
 		return a.fail(m, "FailedDelete", err)
 	}
 	refused := false
 	for i := range servers {
-		if on := vetoed(ix, m, servers[i], true); len(on) > 0 {
-			a.refuseDelete(m, servers[i], "this Machine is being deleted", on)
+		err := s.client.DeleteServer(ctx, s.ref, &servers[i], veto)
+		var vetoed *nodes.VetoedError
+		if errors.As(err, &vetoed) {
+			a.refuseDelete(m, servers[i], "this Machine is being deleted", vetoed.Nodes)
 			refused = true
 			continue
 		}
-		err := s.client.DeleteServer(ctx, s.ref, &servers[i])
 		if isNotOwned(err) {
 			a.recorder.Event(m, corev1.EventTypeWarning, "ServerNotOwned", cloud.Truncate(fmt.Sprintf(
 				"the %s %v", a.cloud.Name(), err)))

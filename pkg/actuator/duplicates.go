@@ -2,6 +2,7 @@ package actuator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -27,7 +28,9 @@ func (s *scope) resolveDuplicates(ctx context.Context, servers []cloud.Server, r
 		}
 	}
 	kept := servers[keep]
-	ix, err := nodes.List(ctx, a.client, a.cloud.Name())
+	// Any Node vetoes, the Machine's own too: it runs on the server the
+	// Machine keeps, not on these.
+	veto, err := a.veto(ctx, m, false)
 	if err != nil {
 		return nil, fmt.Errorf("resolving duplicate servers: %w", err)
 	}
@@ -37,14 +40,14 @@ func (s *scope) resolveDuplicates(ctx context.Context, servers []cloud.Server, r
 			continue
 		}
 		extra := servers[i]
-		// Any Node vetoes, the Machine's own too: it runs on the server
-		// the Machine keeps, not on this one.
-		if on := ix.On(extra); len(on) > 0 {
+		err := s.client.DeleteServer(ctx, s.ref, &extra, veto)
+		var vetoed *nodes.VetoedError
+		if errors.As(err, &vetoed) {
 			metrics.Duplicate(a.cloud.Name(), "kept_node_running")
-			running = append(running, fmt.Sprintf("%s (%s)", extra.ID, nodes.Describe(on)))
+			running = append(running, fmt.Sprintf("%s (%s)", extra.ID, nodes.Describe(vetoed.Nodes)))
 			continue
 		}
-		if err := s.client.DeleteServer(ctx, s.ref, &extra); err != nil {
+		if err != nil {
 			metrics.Duplicate(a.cloud.Name(), "delete_failed")
 			a.recorder.Eventf(m, corev1.EventTypeWarning, "DuplicateServer", "Could not delete %s server %s, a duplicate of this Machine's server %s: %s", a.cloud.Name(), extra.ID, kept.ID, cloud.Truncate(err.Error()))
 			continue

@@ -58,6 +58,7 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 	var (
 		inv       *invalidError
 		cinv      *cloud.InvalidConfigError
+		foreign   *cloud.ForeignResourceError
 		retryable *cloud.RetryableError
 		auth      *cloud.AuthError
 		perm      *cloud.PermissionError
@@ -82,6 +83,12 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 	case errors.As(err, &inv):
 		msg := cloud.Truncate(inv.Error())
 		a.recorder.Event(m, corev1.EventTypeWarning, "InvalidConfiguration", msg)
+		return machinecontroller.InvalidMachineConfiguration("%s", msg)
+	case errors.As(err, &foreign):
+		// Refused here, not by the cloud: nothing was written for it
+		// (pkg/cloud, resources.go).
+		msg := cloud.Truncate(specPath.String() + "." + foreign.Error())
+		a.recorder.Event(m, corev1.EventTypeWarning, "ResourceNotOwned", msg)
 		return machinecontroller.InvalidMachineConfiguration("%s", msg)
 	case errors.As(err, &cinv):
 		msg := cinv.Message

@@ -38,17 +38,20 @@ func (a *Actuator) undoHalfMade(ctx context.Context, s *scope, server *cloud.Ser
 	m := s.machine
 	a.recorder.Event(m, corev1.EventTypeWarning, "HalfMadeServer", cloud.Truncate(fmt.Sprintf(
 		"%s server %s was made, but a step after its create was refused for good (%v): deleting it", a.cloud.Name(), server.ID, cause)))
-	ix, err := nodes.List(ctx, a.client, a.cloud.Name())
+	// Any Node vetoes: the Machine has none of its own yet (halfMade).
+	veto, err := a.veto(ctx, m, false)
 	if err != nil {
 		return a.fail(m, reason, err)
 	}
-	if on := ix.On(*server); len(on) > 0 {
+	err = s.client.DeleteServer(ctx, s.ref, server, veto)
+	var vetoed *nodes.VetoedError
+	if errors.As(err, &vetoed) {
 		// It joined the cluster after all: its workloads outweigh what it
 		// lacks. Left as it is, the Machine retried.
-		a.refuseDelete(m, *server, "it is half-made", on)
+		a.refuseDelete(m, *server, "it is half-made", vetoed.Nodes)
 		return a.fail(m, reason, cause)
 	}
-	if err := s.client.DeleteServer(ctx, s.ref, server); err != nil {
+	if err != nil {
 		return a.fail(m, reason, err)
 	}
 	s.view.Deleted(server.ID)

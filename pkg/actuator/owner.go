@@ -92,19 +92,22 @@ func ownNode(m *machinev1.Machine, n nodes.Match) bool {
 // naming its Machine (namespace/name).
 const machineAnnotation = "machine.openshift.io/machine"
 
-// vetoed returns the Nodes that forbid deleting a server: every Node that
-// runs on it (nodes.Index: by provider ID, or by name and address), but
-// the Machine's own when own is set (a Machine deleting its own server,
-// whose Node the machine controller deletes after it).
-func vetoed(ix *nodes.Index, m *machinev1.Machine, s cloud.Server, own bool) []nodes.Match {
-	var out []nodes.Match
-	for _, n := range ix.On(s) {
-		if own && ownNode(m, n) {
-			continue
-		}
-		out = append(out, n)
+// veto is the Node veto of the Machine's deletes (DeleteServer asks it
+// right before each): every Node that runs on the server (pkg/nodes: by
+// provider ID, or by name and every address the server has then), but the
+// Machine's own when own is set (a Machine deleting its own server, whose
+// Node the machine controller deletes after it). It reads the cluster's
+// Nodes now.
+func (a *Actuator) veto(ctx context.Context, m *machinev1.Machine, own bool) (nodes.Veto, error) {
+	ix, err := nodes.List(ctx, a.client, a.cloud.Name())
+	if err != nil {
+		return nodes.Veto{}, err
 	}
-	return out
+	v := nodes.Veto{Index: ix}
+	if own {
+		v.Except = func(n nodes.Match) bool { return ownNode(m, n) }
+	}
+	return v, nil
 }
 
 // refuseDelete reports a server not deleted because Nodes run on it.

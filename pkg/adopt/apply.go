@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -41,20 +44,24 @@ func (r *Report) Changed() bool {
 // Apply carries out a plan. One group's failure does not stop the others;
 // the report lists every error.
 //
-// Before its first write it records the servers it takes over (pkg/orphans,
-// Adoptions): the provider's janitor counts none of them as an orphan while
-// the adoption is under way, though adopt tags each server just before it
-// writes its Machine, the modules may have tagged it long before, and a run
-// may be interrupted in between. A run that ends without an error is done
-// with them, and with those an earlier, interrupted run recorded; one that
-// fails keeps them recorded until a run completes.
+// Before its first write it records the servers of the plan (pkg/orphans,
+// Adoptions), so that the provider's janitor counts none of them as an
+// orphan: those it takes over while the adoption is under way, though adopt
+// tags each server just before it writes its Machine, the modules may have
+// tagged it long before, and a run may be interrupted in between (each run
+// renews them; an abandoned one's expire after orphans.AdoptionTTL, and
+// the janitor reports them again); those it leaves alone (misfits, groups
+// it cannot adopt or was told to leave, --leave-role) for good, with the
+// reason. A run that ends without an error is done with the servers that
+// have their Machines now; what it left alone stays recorded as such, and
+// what an earlier run recorded that is not in this plan is left to expire,
+// and said so.
 func (a *Adopter) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	r := &Report{}
-	adopting := a.adoptions(p)
-	if err := a.record.Begin(ctx, adopting...); err != nil {
+	if err := a.record.Begin(ctx, a.adoptions(p)...); err != nil {
 		return r, fmt.Errorf("recording the servers being adopted, before anything else: %w", err)
 	}
-	a.finishEvictions(ctx, r)
+	a.finishEvictions(ctx, p, r)
 	for _, g := range p.Groups {
 		var err error
 		switch {
@@ -62,7 +69,7 @@ func (a *Adopter) Apply(ctx context.Context, p *Plan) (*Report, error) {
 			a.progress("%s: left alone: %s", g.Name, g.Blocked)
 			continue
 		case g.Mode == Replace:
-			err = a.applyReplace(ctx, g, r)
+			err = a.applyReplace(ctx, p, g, r)
 		default:
 			err = a.applyInPlace(ctx, g, r)
 		}
@@ -74,32 +81,56 @@ func (a *Adopter) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	if len(r.Errors) > 0 {
 		return r, errors.Join(r.Errors...)
 	}
-	// Done: also with what an earlier, interrupted run recorded (adopted
-	// since, and no member of this plan any more).
-	recorded, err := a.record.List(ctx)
-	if err != nil {
-		return r, fmt.Errorf("the adoption is done, but its record %s stays: %w", orphans.AdoptionsConfigMapName(a.cloud.Name()), err)
-	}
-	var ids []string
-	for _, ad := range adopting {
-		ids = append(ids, ad.ServerID)
-	}
-	for id, ad := range recorded {
-		if ad.ClusterID == a.o.ClusterID {
-			ids = append(ids, id)
-		}
-	}
-	if err := a.record.Done(ctx, ids...); err != nil {
-		return r, fmt.Errorf("the adoption is done, but its record %s stays: %w", orphans.AdoptionsConfigMapName(a.cloud.Name()), err)
+	if err := a.done(ctx, p); err != nil {
+		return r, fmt.Errorf("the adoption is done, but its record %s is not: %w", orphans.AdoptionsConfigMapName(a.cloud.Name()), err)
 	}
 	return r, nil
 }
 
-// adoptions are the servers a plan takes over, or that carry the identity
-// adopt takes over (the cluster's, the one it was told to take over)
-// without a Machine yet: every member of a group that has no Machine.
-// Those left alone are recorded too: the modules may have tagged them, and
-// they are no orphans while the adoption runs.
+// done takes the servers that have their Machines now out of the adoption
+// record: the plan's adopted ones. What the plan left alone stays,
+// recorded as such (adoptions). An adoption under way that an earlier run
+// recorded and this plan does not name (a server no Node runs on any more,
+// in a zone not surveyed now) is not cleared: it expires, and the janitor
+// reports its server then; it is listed here. Left-alone entries of
+// servers that are gone go.
+func (a *Adopter) done(ctx context.Context, p *Plan) error {
+	var ids []string
+	planned := map[string]bool{}
+	for _, g := range p.Groups {
+		for _, m := range g.Members {
+			planned[m.Found.ID] = true
+			if m.Action == ActAdopt || m.Action == ActAdopted {
+				ids = append(ids, m.Found.ID)
+			}
+		}
+	}
+	recorded, err := a.record.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range slices.Sorted(maps.Keys(recorded)) {
+		rec := recorded[id]
+		switch {
+		case planned[id]:
+		case rec.LeftAlone != "":
+			_, err := a.c.GetServer(ctx, id)
+			if cloud.IsNotFound(err) {
+				ids = append(ids, id)
+				a.progress("the adoption record: %s (%s), left alone before, is gone: its entry goes", id, rec.ServerName)
+			}
+		default:
+			a.progress("the adoption record: %s (%s), recorded by an earlier run, is not in this plan: its entry stays until %s, then the janitor counts it as an orphan if it still carries the cluster's identity without a Machine",
+				id, rec.ServerName, rec.ExpiresAt().Format(time.RFC3339))
+		}
+	}
+	return a.record.Done(ctx, ids...)
+}
+
+// adoptions are the plan's servers for the adoption record: each member
+// adopt takes over, or replaces, as an adoption under way (renewed, it
+// expires orphans.AdoptionTTL from now); each member it leaves alone as
+// left alone, with why. Members adopted already need no entry.
 func (a *Adopter) adoptions(p *Plan) []orphans.Adoption {
 	var out []orphans.Adoption
 	now := time.Now().UTC()
@@ -108,12 +139,20 @@ func (a *Adopter) adoptions(p *Plan) []orphans.Adoption {
 			if m.Action == ActAdopted {
 				continue
 			}
-			machine := ""
-			if m.Action == ActAdopt {
-				machine = m.MachineName
+			ad := orphans.Adoption{ServerID: m.Found.ID, ServerName: m.Found.Name,
+				ClusterID: a.o.ClusterID, TaggedAs: m.Found.ClusterID, Since: now}
+			switch m.Action {
+			case ActAdopt:
+				ad.Machine, ad.Expires = m.MachineName, now.Add(orphans.AdoptionTTL)
+			case ActReplace:
+				ad.Expires = now.Add(orphans.AdoptionTTL)
+			default:
+				ad.LeftAlone = "adopt left it alone"
+				if len(m.Misfits) > 0 {
+					ad.LeftAlone += ": " + strings.Join(m.Misfits, "; ")
+				}
 			}
-			out = append(out, orphans.Adoption{ServerID: m.Found.ID, ServerName: m.Found.Name, Machine: machine,
-				ClusterID: a.o.ClusterID, TaggedAs: m.Found.ClusterID, Since: now})
+			out = append(out, ad)
 		}
 	}
 	return out

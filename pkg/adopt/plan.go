@@ -42,11 +42,6 @@ const (
 	// the replacement began.
 	PoolAnnotation     = "machine.appuio.io/replaces-instance-pool"
 	PoolSizeAnnotation = "machine.appuio.io/replaces-instance-pool-size"
-	// EvictingAnnotation on such a MachineSet records, before a member is
-	// evicted, "<member ID> <Node>": a run that stops after the eviction
-	// (the member gone from the survey, its group perhaps with it) still
-	// deletes the member's Node.
-	EvictingAnnotation = "machine.appuio.io/evicting-pool-member"
 	// MasterHook is the pre-drain lifecycle hook of adopted masters: a
 	// deleted master Machine waits at it, so its server stays until
 	// someone removes the hook.
@@ -83,6 +78,10 @@ type Plan struct {
 	Groups            []*Group
 	// Unmatched are servers of the cluster's domain that no Node runs on.
 	Unmatched []cloud.Found
+	// servers are every server the survey found; surveyed says there was
+	// one (a Plan made by Plan).
+	servers  []cloud.Found
+	surveyed bool
 }
 
 // Group is one node group: the servers of one role in one zone (or one
@@ -191,7 +190,7 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID, TakeOverClusterID: a.o.TakeOverClusterID}
+	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID, TakeOverClusterID: a.o.TakeOverClusterID, servers: found, surveyed: true}
 	matched, unmatched := a.match(found, cl.nodes)
 	for _, m := range matched {
 		pid := a.cloud.Name() + "://" + m.Found.ID

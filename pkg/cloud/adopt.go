@@ -82,8 +82,10 @@ type Adopter interface {
 	MaxGroupSize() int
 	// EvictPoolMember makes the pool let the member go, which destroys it,
 	// and shrinks the pool by one; the last member goes with the pool
-	// itself. It returns once the cloud has done it.
-	EvictPoolMember(ctx context.Context, pool FoundPool, member string) error
+	// itself. It returns once the cloud has done it. Right before, it reads
+	// the member again and asks veto (CheckVeto), as every delete does:
+	// a Node that runs on it keeps it, and nothing is sent.
+	EvictPoolMember(ctx context.Context, pool FoundPool, member string, veto NodeVeto) error
 }
 
 // UserKeys is a server's tags or labels without the provider's own

@@ -144,7 +144,15 @@ type Server struct {
 	// Addresses are the server's IPs: InternalIP for private networks (the
 	// public IPv4 when there is none), ExternalIP for public ones.
 	Addresses []corev1.NodeAddress
-	Tags      map[string]string
+	// AddressesUnknown names what the server is attached to whose address
+	// Addresses lacks: the cloud cannot tell it (a private network that
+	// leases none, a cloudscale.ch interface without addresses, whose
+	// server configures its own), or the client has not read it (an
+	// Exoscale instance's private networks before ReadAddresses). A Node
+	// on the server may report only such an address: the Node veto
+	// (pkg/nodes) then lets a Node of the server's name veto by its name.
+	AddressesUnknown []string
+	Tags             map[string]string
 	// ReadAt is when the read this record comes from (a list, a get) was
 	// sent, by the wall clock: the cloud's answer shows the server as it
 	// was then or later. Zero for a record that no read of the cloud's
@@ -192,8 +200,19 @@ type Client interface {
 	// DeleteServer deletes a server (a server already gone is no error)
 	// and then, as far as it can, the provider's anti-affinity groups it
 	// left empty: once the server is deleted, the call succeeds, and
-	// groups it could not delete are left to CleanupGroups.
-	DeleteServer(ctx context.Context, m MachineRef, s *Server) error
+	// groups it could not delete are left to CleanupGroups. Right before
+	// the delete it reads the server again: one that does not carry the
+	// Machine's identity then is a *NotOwnedError, one that a Node runs on
+	// is veto's error (CheckVeto: with every address the server has then),
+	// and nothing is sent. veto is required.
+	DeleteServer(ctx context.Context, m MachineRef, s *Server, veto NodeVeto) error
+	// ReadAddresses reads, now, every address the cloud knows the server
+	// by into s.Addresses, and names in s.AddressesUnknown what it cannot
+	// tell the address of: cloudscale.ch reads the server, Exoscale the
+	// instance and the leases of its private networks (a read per
+	// network), never from what the client remembers. A server gone is
+	// ErrNotFound.
+	ReadAddresses(ctx context.Context, s *Server) error
 	// SyncServer brings the server's tags or labels (and, where the cloud
 	// has them, its root volume's) in line with spec and attaches what the
 	// spec asks for and the create could not do (networks, security groups),

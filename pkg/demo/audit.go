@@ -17,7 +17,8 @@ var autoscalingServiceAccounts = []string{"cluster-autoscaler-operator", "cluste
 func serviceAccountUser(sa string) string { return "system:serviceaccount:" + Namespace + ":" + sa }
 
 // auditPolicy records who did what to which resource, without bodies, for
-// the autoscaling service accounts only.
+// the autoscaling service accounts; and who deleted each Node, which the
+// tests' ownership audit holds to the deleters it accepts (test/ownaudit).
 func auditPolicy() string {
 	users := make([]string, 0, len(autoscalingServiceAccounts))
 	for _, sa := range autoscalingServiceAccounts {
@@ -29,9 +30,27 @@ omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
   users: [` + strings.Join(users, ", ") + `]
+- level: Metadata
+  verbs: ["delete", "deletecollection"]
+  resources: [{group: "", resources: ["nodes"]}]
 - level: None
 `
 }
+
+// AuditLog is the API server's audit log ("" when the environment has no
+// directory to keep one in).
+func (e *Env) AuditLog() string {
+	if e.Options.Dir == "" {
+		return ""
+	}
+	return filepath.Join(e.Options.Dir, "audit.log")
+}
+
+// ProviderUserAgent is the user agent of the provider's manager in the
+// environment: the program name the binary's client sends, so that the
+// API server's audit log tells its requests (the machine controller's
+// Node deletes) from the test's, which run in the same process.
+const ProviderUserAgent = "machine-api-provider"
 
 // auditArgs configure the API server to write the audit log into dir.
 func auditArgs(dir string) (map[string][]string, error) {
@@ -50,7 +69,7 @@ func auditArgs(dir string) (map[string][]string, error) {
 // "<service account>: <verb> <group>/<resource> in <namespace>"; and how
 // many requests they made in all.
 func (e *Env) RefusedRequests() (refused []string, total int, err error) {
-	data, err := os.ReadFile(filepath.Join(e.Options.Dir, "audit.log"))
+	data, err := os.ReadFile(e.AuditLog())
 	if err != nil {
 		return nil, 0, err
 	}

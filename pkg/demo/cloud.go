@@ -88,7 +88,12 @@ func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulato
 	}
 	switch name {
 	case Exoscale:
+		// Room for the release's boot images, a template per image and
+		// zone, beside the seeded RHCOS of every zone.
+		acc := emuexo.DefaultAccount
+		acc.Quotas = map[string]int64{"template": 50}
 		emu, err := emuexo.New(emuexo.Config{
+			Accounts: []emuexo.Account{acc},
 			BootTime: bootTime,
 			// Operations are followed as on the real cloud; deletes take
 			// the boot time ("destroying"), as the emulator's default.

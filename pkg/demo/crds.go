@@ -30,5 +30,9 @@ func openShiftCRDs() ([]string, error) {
 		filepath.Join(config, "0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"),
 		filepath.Join(config, "0000_10_config-operator_01_featuregates.crd.yaml"),
 		filepath.Join(config, "0000_10_config-operator_01_apiservers-Default.crd.yaml"),
+		// MachineConfiguration, for the boot-image skew record: the
+		// TechPreviewNoUpgrade set's, which has bootImageSkewEnforcement
+		// (Default from 4.22; this module version's Default predates it)
+		filepath.Join(dir, "operator", "v1", "zz_generated.crd-manifests", "0000_80_machine-config_01_machineconfigurations-TechPreviewNoUpgrade.crd.yaml"),
 	}, nil
 }

@@ -32,6 +32,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/appuio/machine-api-provider/pkg/bootsim"
+	bootimagesctl "github.com/appuio/machine-api-provider/pkg/controllers/bootimages"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
@@ -85,6 +86,9 @@ type Options struct {
 	// StartProvider starts later (a cluster that runs another provider
 	// first).
 	WithoutProvider bool
+	// BootImages configures the provider's boot image controller, which
+	// runs when its Mirror is set (off by default, as in a cluster).
+	BootImages bootimagesctl.Options
 }
 
 // Default autoscaler timing, and how often it looks: the
@@ -165,7 +169,7 @@ func Start(o Options) (*Env, error) {
 	// There is no Service network here (no kube-proxy): the API server
 	// reaches a webhook's Service through its endpoints.
 	apiArgs := map[string][]string{"enable-aggregator-routing": {"true"}}
-	if o.Autoscaler {
+	if o.Dir != "" {
 		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 			return nil, err
 		}
@@ -193,6 +197,9 @@ func Start(o Options) (*Env, error) {
 		return e, err
 	}
 	if err := e.openShiftObjects(ctx); err != nil {
+		return e, err
+	}
+	if err := e.bootImageObjects(ctx); err != nil {
 		return e, err
 	}
 
@@ -246,7 +253,9 @@ func (e *Env) StartProvider(leaderElection bool) (stop func(), err error) {
 
 // newProvider builds the provider's manager for the cluster's identity.
 func (e *Env) newProvider(leaderElection bool) (ctrl.Manager, error) {
-	return manager.New(e.Cluster.Config, manager.Options{
+	cfg := rest.CopyConfig(e.Cluster.Config)
+	cfg.UserAgent = ProviderUserAgent
+	return manager.New(cfg, manager.Options{
 		Cloud:                  e.cloud.provider(e.APIURL),
 		ClusterID:              e.Options.ClusterID,
 		Namespace:              Namespace,
@@ -257,6 +266,7 @@ func (e *Env) newProvider(leaderElection bool) (ctrl.Manager, error) {
 		Log:                    e.Options.Log.WithName("provider"),
 		AllowManyPerProcess:    true,
 		SyncPeriod:             e.Options.SyncPeriod,
+		BootImages:             e.Options.BootImages,
 	})
 }
 

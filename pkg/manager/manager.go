@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	apifeatures "github.com/openshift/api/features"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	machinecontroller "github.com/openshift/machine-api-operator/pkg/controller/machine"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	bootimagesctl "github.com/appuio/machine-api-provider/pkg/controllers/bootimages"
 	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
 	"github.com/appuio/machine-api-provider/pkg/metrics"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
@@ -96,6 +98,9 @@ type Options struct {
 	// UserDataRenderer renders user data, evaluating templates in its
 	// sandbox with its limits; nil means userdata.Default.
 	UserDataRenderer *userdata.Renderer
+	// BootImages runs the boot image controller when its Mirror is set
+	// (off by default); Cloud, ClusterID, Namespace and Log are filled in.
+	BootImages bootimagesctl.Options
 }
 
 // DefaultNamespace is where OpenShift keeps Machines; the orphan record
@@ -109,6 +114,10 @@ func Scheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := machinev1.Install(s); err != nil {
+		return nil, err
+	}
+	// MachineConfiguration, for the boot image controller's skew record
+	if err := operatorv1.Install(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -251,6 +260,17 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := machinecontroller.AddWithActuatorOpts(mgr, act, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}, gate); err != nil {
 		return nil, fmt.Errorf("adding the machine controller: %w", err)
+	}
+	if o.BootImages.Mirror != "" {
+		bo := o.BootImages
+		bo.Cloud, bo.ClusterID, bo.Namespace, bo.Log = o.Cloud, o.ClusterID, registryNS, o.Log.WithName("boot-images")
+		ctl, err := bootimagesctl.New(mgr.GetClient(), mgr.GetAPIReader(), accounts, mgr.GetEventRecorderFor(o.Cloud.Name()+"-boot-images"), bo)
+		if err != nil {
+			return nil, fmt.Errorf("the boot image controller: %w", err)
+		}
+		if err := mgr.Add(ctl); err != nil {
+			return nil, err
+		}
 	}
 	if o.CapacityPublisher {
 		if err := addCapacityPublisher(mgr, accounts, o.ClusterID); err != nil {

@@ -18,6 +18,19 @@
 // A Node with another server's providerID never matches by name: it runs
 // there.
 //
+// Every address a Node reports counts, of any type, compared as addresses
+// (an IPv6 address written another way is the same). For a delete, what a
+// server's record says is not enough: an Exoscale instance's private
+// addresses are known only once read (the leases of its networks), and an
+// interface the cloud gives no address (a cloudscale.ch interface with
+// `addresses: []`, an unmanaged Exoscale network) has the one its server
+// configures itself. So the veto (Veto, which every delete of a server
+// asks: cloud.NodeVeto) decides on the server as the cloud shows it right
+// before the delete, with every address read then; and where the cloud
+// cannot tell an address (cloud.Server.AddressesUnknown), a Node of the
+// server's name without a providerID vetoes by its name alone: a delete
+// refused is safe, a Node's server deleted is not.
+//
 // It lives apart from pkg/orphans and pkg/adopt because every delete path
 // uses it, and they must all agree on what "a Node runs on it" means.
 package nodes
@@ -25,6 +38,7 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,18 +51,28 @@ import (
 const (
 	ByProviderID = "providerID"
 	ByName       = "name and address"
+	// ByNameOnly: the Node has the server's name and no providerID, and
+	// the cloud cannot tell every address of the server (Vetoes only).
+	ByNameOnly = "name"
 )
 
 // Match is a Node found running on a server.
 type Match struct {
 	Node *corev1.Node
-	// By is ByProviderID or ByName.
+	// By is ByProviderID, ByName or ByNameOnly.
 	By string
+	// Why says, for ByNameOnly, why the addresses cannot decide.
+	Why string
 }
 
 // String names the Node and how it was matched, for events and logs:
 // `Node worker-a (by providerID)`.
-func (m Match) String() string { return fmt.Sprintf("Node %s (by %s)", m.Node.Name, m.By) }
+func (m Match) String() string {
+	if m.By == ByNameOnly {
+		return fmt.Sprintf("Node %s (by name: %s)", m.Node.Name, m.Why)
+	}
+	return fmt.Sprintf("Node %s (by %s)", m.Node.Name, m.By)
+}
 
 // Index holds a cluster's Nodes for matching. It is read-only once made:
 // callers make one per sweep or decision, from a current list.
@@ -99,6 +123,79 @@ func (ix *Index) On(s cloud.Server) []Match {
 	return out
 }
 
+// Vetoes returns the Nodes that keep the server from being deleted: those
+// that run on it (On), and, when the cloud cannot tell every address of
+// the server (AddressesUnknown), every other Node of its name without a
+// providerID (ByNameOnly).
+func (ix *Index) Vetoes(s cloud.Server) []Match {
+	out := ix.On(s)
+	if len(s.AddressesUnknown) == 0 {
+		return out
+	}
+	why := "the address of the server's " + strings.Join(s.AddressesUnknown, ", ") + " cannot be read"
+	for _, name := range names(s.Name) {
+		for _, n := range ix.byName[name] {
+			if !sharesAddress(n, s) {
+				out = append(out, Match{Node: n, By: ByNameOnly, Why: why})
+			}
+		}
+	}
+	return out
+}
+
+// named says whether a Node without a providerID has one of the server's
+// names: only such a Node can run on it by name and address.
+func (ix *Index) named(s cloud.Server) bool {
+	for _, name := range names(s.Name) {
+		if len(ix.byName[name]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Veto is the Node veto of a delete (cloud.NodeVeto): the Nodes of Index
+// that run on the server (Vetoes), but those Except lets be.
+type Veto struct {
+	Index *Index
+	// Except, when set, says which Nodes may run on the server all the
+	// same: a Machine deleting its own server, whose Node the machine
+	// controller deletes after it; adopt evicting the pool member whose
+	// Node it drained.
+	Except func(Match) bool
+}
+
+var _ cloud.NodeVeto = Veto{}
+
+// NeedsAddresses: only a Node without a providerID of the server's name
+// can match by address.
+func (v Veto) NeedsAddresses(s *cloud.Server) bool { return v.Index.named(*s) }
+
+// Check returns a *VetoedError naming the Nodes that run on the server.
+func (v Veto) Check(s *cloud.Server) error {
+	var on []Match
+	for _, m := range v.Index.Vetoes(*s) {
+		if v.Except == nil || !v.Except(m) {
+			on = append(on, m)
+		}
+	}
+	if len(on) == 0 {
+		return nil
+	}
+	return &VetoedError{ServerID: s.ID, ServerName: s.Name, Nodes: on}
+}
+
+// VetoedError is a delete refused because Nodes run on the server. Nothing
+// was sent.
+type VetoedError struct {
+	ServerID, ServerName string
+	Nodes                []Match
+}
+
+func (e *VetoedError) Error() string {
+	return fmt.Sprintf("server %s (%s) is not deleted: %s runs on it", e.ServerID, e.ServerName, Describe(e.Nodes))
+}
+
 // Describe lists matches for a message: "Node a (by providerID), Node b
 // (by name and address)".
 func Describe(ms []Match) string {
@@ -122,14 +219,27 @@ func names(server string) []string {
 	return out
 }
 
-// sharesAddress says whether a Node reports one of the server's addresses.
+// sharesAddress says whether a Node reports one of the server's addresses:
+// any of them, of any type, compared as addresses where they parse.
 func sharesAddress(n *corev1.Node, s cloud.Server) bool {
 	for _, na := range n.Status.Addresses {
 		for _, sa := range s.Addresses {
-			if na.Address != "" && na.Address == sa.Address {
+			if sameAddress(na.Address, sa.Address) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+func sameAddress(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	x, errX := netip.ParseAddr(a)
+	y, errY := netip.ParseAddr(b)
+	if errX != nil || errY != nil {
+		return a == b
+	}
+	return x.Unmap() == y.Unmap()
 }

@@ -1,6 +1,8 @@
 package nodes_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,5 +63,56 @@ func TestNodesOnAServer(t *testing.T) {
 				t.Errorf("%s: %s, want %s", tc.server.ID, got[i], tc.want[i])
 			}
 		}
+	}
+}
+
+// A Node vetoes by every address it reports, of any type and however it
+// is written, and, where the cloud cannot tell an address of the server
+// (a private network whose lease it does not know, an interface the server
+// configures itself), by its name alone: a Node of the server's name that
+// reports only such an address keeps the server.
+func TestVetoByEveryAddress(t *testing.T) {
+	ext := node("db-1", "", "2001:db8::1:0:0:1")
+	ext.Status.Addresses[0].Type = corev1.NodeExternalIP
+	ix := nodes.New("exoscale", []corev1.Node{
+		node("worker-1", "", "172.18.200.101"),
+		ext,
+		node("by-id", "exoscale://i-9"),
+	})
+	public := server("i-1", "worker-1", "194.182.1.1")
+	if got := ix.Vetoes(public); len(got) != 0 {
+		t.Errorf("a server whose every address is known, none the Node's: %v", nodes.Describe(got))
+	}
+	private := public
+	private.AddressesUnknown = []string{"private network n-1"}
+	got := ix.Vetoes(private)
+	if len(got) != 1 || got[0].By != nodes.ByNameOnly || !strings.Contains(got[0].String(), "private network n-1") {
+		t.Errorf("private addresses unknown: %v, want Node worker-1 by name", nodes.Describe(got))
+	}
+	if len(ix.On(private)) != 0 {
+		t.Error("On matched by name alone: adopt would pair a server with a Node by its name")
+	}
+	known := server("i-1", "worker-1", "194.182.1.1", "172.18.200.101")
+	if got := ix.Vetoes(known); len(got) != 1 || got[0].By != nodes.ByName {
+		t.Errorf("the private address read: %v, want Node worker-1 by name and address", nodes.Describe(got))
+	}
+	if got := ix.Vetoes(server("i-2", "db-1.example.com", "2001:db8:0:0:1::1")); len(got) != 1 {
+		t.Errorf("an ExternalIP written another way: %v, want Node db-1", nodes.Describe(got))
+	}
+
+	veto := nodes.Veto{Index: ix}
+	if veto.NeedsAddresses(&cloud.Server{ID: "i-9", Name: "by-id"}) {
+		t.Error("a server with no Node of its name without a providerID needs its addresses read")
+	}
+	if !veto.NeedsAddresses(&private) {
+		t.Error("a server with a Node of its name without a providerID needs no address read")
+	}
+	var vetoed *nodes.VetoedError
+	if err := veto.Check(&cloud.Server{ID: "i-9", Name: "x"}); !errors.As(err, &vetoed) || vetoed.Nodes[0].Node.Name != "by-id" {
+		t.Errorf("Check of a server a Node runs on by providerID: %v", err)
+	}
+	mine := nodes.Veto{Index: ix, Except: func(m nodes.Match) bool { return m.Node.Name == "by-id" }}
+	if err := mine.Check(&cloud.Server{ID: "i-9", Name: "x"}); err != nil {
+		t.Errorf("the Node the veto lets be: %v", err)
 	}
 }

@@ -195,3 +195,10 @@ func (r *Registry) event(ctx context.Context, typ, reason, msg string) {
 func (r *Registry) Event(ctx context.Context, typ, reason, msg string) {
 	r.event(ctx, typ, reason, msg)
 }
+
+// EventOn emits an event on another record (the adoption record).
+func (r *Registry) EventOn(cm *corev1.ConfigMap, typ, reason, msg string) {
+	if r.Recorder != nil && cm != nil {
+		r.Recorder.Event(cm, typ, reason, msg)
+	}
+}

@@ -99,6 +99,18 @@ func APIServerCRD(t testing.TB) string {
 		"0000_10_config-operator_01_apiservers-Default.crd.yaml")
 }
 
+// MachineConfigurationCRD returns the operator.openshift.io
+// MachineConfiguration CRD manifest of the openshift/api module version in
+// go.mod: the TechPreviewNoUpgrade feature set's, which has
+// spec.bootImageSkewEnforcement (the gate BootImageSkewEnforcement, on by
+// default from OpenShift 4.22; this module version's Default manifest
+// predates that).
+func MachineConfigurationCRD(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(openShiftAPIDir(t), "operator", "v1", "zz_generated.crd-manifests",
+		"0000_80_machine-config_01_machineconfigurations-TechPreviewNoUpgrade.crd.yaml")
+}
+
 // openShiftAPIDir is the openshift/api module's directory in the module
 // cache.
 func openShiftAPIDir(t testing.TB) string {

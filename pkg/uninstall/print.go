@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/appuio/machine-api-provider/pkg/orphans"
 )
 
 // Print writes the plan.
@@ -21,7 +23,8 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 	fmt.Fprintf(w, "Every server and every Node stays as it is; nothing is written to the cloud.\n\n")
 	fmt.Fprintf(w, "1. Stop, until nothing of theirs runs: %s\n", orNone(p.Stops))
 	fmt.Fprintf(w, "2. Delete the MachineAutoscalers: %s\n", orNone(p.Autoscalers))
-	fmt.Fprintf(w, "3. Release the Machines (finalizers and owners taken off, then deleted at that version): %d\n", len(p.Machines))
+	fmt.Fprintf(w, "3. Record their servers as left alone in ConfigMap %s (the janitor never counts them as orphans), then release the Machines (finalizers and owners taken off, then deleted at that version): %d\n",
+		orphans.AdoptionsConfigMapName(p.Cloud), len(p.Machines))
 	fmt.Fprintf(w, "4. Delete the MachineSets: %s; the ControlPlaneMachineSets: %s\n", orNone(p.MachineSets), orNone(p.CPMS))
 	if p.AdoptedOnly {
 		fmt.Fprintf(w, "5. Start the controllers again\n")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -15,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/pkg/orphans"
 )
 
 // Plan is what Apply releases, and what it leaves.
@@ -169,6 +173,9 @@ func (u *Uninstaller) Apply(ctx context.Context, p *Plan) (*Report, error) {
 	if err := u.o.Stopper.Stop(ctx, u.progress); err != nil {
 		return r, fmt.Errorf("the controllers did not stop, so nothing was released: %w", err)
 	}
+	if err := u.leaveAlone(ctx, p); err != nil {
+		return r, fmt.Errorf("recording the servers left alone, before any Machine is released (nothing was released): %w", err)
+	}
 	owners := map[types.UID]bool{}
 	for _, ms := range p.machineSets {
 		owners[ms.UID] = true
@@ -250,6 +257,48 @@ func (u *Uninstaller) Apply(ctx context.Context, p *Plan) (*Report, error) {
 		u.progress("%d objects of the provider deleted", r.Removed)
 	}
 	return r, errors.Join(r.Errors...)
+}
+
+// leaveAlone records the servers of the Machines the plan releases as left
+// alone in the adoption record (pkg/orphans, Adoptions): they keep the
+// provider's identity without a Machine, on purpose, and the janitor (of
+// the controllers started again by the undo, or of a later install) must
+// never take them for orphans, nor delete one whose Node is missing for a
+// minute. adopt run again gives them their Machines back and takes them
+// out of the record.
+func (u *Uninstaller) leaveAlone(ctx context.Context, p *Plan) error {
+	by := "`machine-api-provider uninstall`"
+	if u.o.AdoptedOnly {
+		by = "`machine-api-provider adopt --undo`"
+	}
+	now := time.Now().UTC()
+	var left []orphans.Adoption
+	for _, m := range p.machines {
+		id := serverID(u.o.Cloud, &m)
+		if id == "" {
+			continue
+		}
+		left = append(left, orphans.Adoption{ServerID: id, Machine: m.Name, ClusterID: m.Labels[clusterLabel], Since: now,
+			LeftAlone: fmt.Sprintf("released by %s from Machine %s on %s", by, m.Name, now.Format(time.RFC3339))})
+	}
+	record := &orphans.Adoptions{Client: u.kube, Namespace: u.o.Namespace, Cloud: u.o.Cloud}
+	return record.Begin(ctx, left...)
+}
+
+// clusterLabel names a Machine's cluster.
+const clusterLabel = "machine.openshift.io/cluster-api-cluster"
+
+// serverID is the server a Machine records: its provider ID's (the
+// provider writes it), "" for none or another cloud's.
+func serverID(cloudName string, m *machinev1beta1.Machine) string {
+	if m.Spec.ProviderID == nil {
+		return ""
+	}
+	id, ok := strings.CutPrefix(*m.Spec.ProviderID, cloudName+"://")
+	if !ok {
+		return ""
+	}
+	return id
 }
 
 // unhook takes a Machine's finalizers (unless keepFinalizers: a Machine

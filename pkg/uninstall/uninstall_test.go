@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/adopt"
+	"github.com/appuio/machine-api-provider/pkg/orphans"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 	"github.com/appuio/machine-api-provider/pkg/uninstall"
 )
@@ -181,6 +182,28 @@ func releaseIsNotARace(t *testing.T, c client.WithWatch, ns string) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(ms), &got); err == nil && got.DeletionTimestamp == nil {
 		t.Errorf("MachineSet still there: %+v", got.ObjectMeta)
 	}
+	wantLeftAlone(t, c, ns, "cloudscale", "`machine-api-provider uninstall`", names...)
+}
+
+// wantLeftAlone checks that the servers of the released Machines are
+// recorded as left alone (pkg/orphans, Adoptions): they keep the
+// provider's identity without a Machine, and the janitor of the
+// controllers started again (the undo) or of a later install must never
+// take them for orphans.
+func wantLeftAlone(t *testing.T, c client.Client, ns, cloudName, by string, servers ...string) {
+	t.Helper()
+	recorded, err := (&orphans.Adoptions{Client: c, Namespace: ns, Cloud: cloudName}).List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range servers {
+		if a, ok := recorded[id]; !ok || !strings.Contains(a.LeftAlone, by) {
+			t.Errorf("server %s of a released Machine: recorded %+v, want it left alone, released by %s", id, a, by)
+		}
+	}
+	if len(recorded) != len(servers) {
+		t.Errorf("recorded as left alone %v, want %v", recorded, servers)
+	}
 }
 
 // undoReleasesWhatAdoptWrote: adopt --undo releases the Machines adopt
@@ -206,6 +229,7 @@ func undoReleasesWhatAdoptWrote(t *testing.T, c client.WithWatch, ns string) {
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, machinev1beta1.GroupVersion.WithKind("MachineSet"))}}}
 		if adoptedServer {
 			m.Annotations = map[string]string{adopt.AdoptedAnnotation: name + ".example.com"}
+			m.Spec.ProviderID = ptr.To("exoscale://" + name)
 		}
 		m.Spec.ProviderSpec = spec("ExoscaleMachineProviderSpec")
 		create(t, c, m)
@@ -234,6 +258,7 @@ func undoReleasesWhatAdoptWrote(t *testing.T, c client.WithWatch, ns string) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(own), &machinev1beta1.MachineSet{}); err != nil {
 		t.Errorf("the MachineSet adopt did not write: %v", err)
 	}
+	wantLeftAlone(t, c, ns, "exoscale", "`machine-api-provider adopt --undo`", "infra-7a8b")
 }
 
 // deploymentStopper: the deployer, then the controllers go to 0

@@ -163,6 +163,7 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 	if err := e.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "root-ca"}, Data: map[string]string{"ca.crt": fakeCA}}); err != nil {
 		t.Fatal(err)
 	}
+	e.beginAudit()
 	return w
 }
 

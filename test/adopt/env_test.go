@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -43,11 +45,13 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/adopt"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	"github.com/appuio/machine-api-provider/pkg/demo"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/pkg/localcluster"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 	"github.com/appuio/machine-api-provider/pkg/userdata"
 	"github.com/appuio/machine-api-provider/test/fixture"
+	"github.com/appuio/machine-api-provider/test/ownaudit"
 )
 
 // testLogs are the running tests' log files. The tests run in parallel,
@@ -111,6 +115,12 @@ type env struct {
 	// made are the Nodes the test made (node), as Terraform's nodes have
 	// them.
 	made map[string]bool
+	// audit is the ownership audit from the end of the world's building
+	// on (beginAudit); plans are adopt's plans that run applied, allowed
+	// the exceptions the test declares.
+	audit   *ownaudit.Recorder
+	plans   []*adopt.Plan
+	allowed []ownaudit.Exception
 }
 
 // start starts the cluster whose identity, its infrastructureName, is
@@ -182,7 +192,11 @@ func start(t *testing.T, cloudName, clusterID string, opts ...func(*demo.Options
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube, err := client.New(e.Cluster.Config, client.Options{Scheme: scheme})
+	// adopt's and the other commands' client: its own user agent tells
+	// its requests from the test's in the API server's audit log.
+	adoptCfg := rest.CopyConfig(e.Cluster.Config)
+	adoptCfg.UserAgent = ownaudit.AgentAdopt
+	kube, err := client.New(adoptCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,6 +327,7 @@ func (e *env) run(a *adopt.Adopter) (*adopt.Plan, string, *adopt.Report) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.plans = append(e.plans, p)
 	var text bytes.Buffer
 	p.Print(&text, true)
 	e.t.Logf("the plan:\n%s", text.String())
@@ -330,13 +345,17 @@ func (e *env) run(a *adopt.Adopter) (*adopt.Plan, string, *adopt.Report) {
 
 // adoptionDone checks that no server is recorded as being adopted any more
 // (pkg/orphans, Adoptions): a run that completed is done with them, and the
-// janitor counts them again.
+// janitor counts them again. What it left alone stays recorded as such.
 func (e *env) adoptionDone(cloudName string) {
 	e.t.Helper()
-	var cm corev1.ConfigMap
-	err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: orphans.AdoptionsConfigMapName(cloudName)}, &cm)
-	if err == nil && len(cm.Data) > 0 {
-		e.t.Errorf("servers still recorded as being adopted after a complete run: %v", cm.Data)
+	recorded, err := (&orphans.Adoptions{Client: e.Client, Namespace: demo.Namespace, Cloud: cloudName}).List(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for id, a := range recorded {
+		if a.LeftAlone == "" {
+			e.t.Errorf("server %s still recorded as being adopted after a complete run: %+v", id, a)
+		}
 	}
 }
 
@@ -640,4 +659,57 @@ func (e *env) exoscaleUserData(id string) []byte {
 	}
 	e.t.Fatalf("no instance %s", id)
 	return nil
+}
+
+// beginAudit starts the ownership audit (test/ownaudit) once the test has
+// built its world as Terraform or appuio's provider left it: every cloud
+// write and Node delete from then on, adopt's, the switch's, the
+// provider's, the CCM's and the test's own, is held to the cluster's
+// identity when the test ends. adopt's take-over of what its applied
+// plans name and what the test allows (allow) are the exceptions.
+func (e *env) beginAudit() {
+	e.t.Helper()
+	e.audit = ownaudit.Begin(e.t, ownaudit.Source{Cloud: e.Harness().Audit(), Config: e.Cluster.Config, AuditLog: e.AuditLog()})
+	e.t.Cleanup(func() {
+		adopters := []string{harness.CallerToken(adoptToken), harness.CallerKey(adoptKey)}
+		exceptions := slices.Clone(e.allowed)
+		for _, caller := range adopters {
+			exceptions = append(exceptions, takeOver(caller, e.plans))
+		}
+		e.audit.Check(e.t, e.t.Name(), ownaudit.Options{ClusterID: e.Options.ClusterID, Exceptions: exceptions, AdoptCallers: adopters})
+	})
+}
+
+// adoptToken is the cloudscale.ch token adopt runs with (cloudscale_test.go).
+const adoptToken = "adopt"
+
+// allow declares a write the test makes happen on purpose to an object
+// that is not the cluster's.
+func (e *env) allow(ex ownaudit.Exception) { e.allowed = append(e.allowed, ex) }
+
+// takeOver is adopt's explicit take-over: what the plans it applied say
+// they take over (the servers it adopts or replaces, the groups it takes
+// over, the instance pools it replaces), written by adopt's credentials
+// (caller). Once adopt has retagged them they are the cluster's.
+func takeOver(caller string, plans []*adopt.Plan) ownaudit.Exception {
+	ex := ownaudit.Exception{Reason: "adopt's take-over of what its plan names", Caller: caller}
+	for _, p := range plans {
+		for _, g := range p.Groups {
+			if g.Blocked != "" {
+				continue
+			}
+			for _, m := range g.Members {
+				if m.Action == adopt.ActAdopt || m.Action == adopt.ActReplace {
+					ex.Objects = append(ex.Objects, m.Found.ID)
+				}
+			}
+			for _, tg := range g.TakeOver {
+				ex.Objects = append(ex.Objects, tg.ID)
+			}
+			if g.Pool != nil && g.Mode == adopt.Replace {
+				ex.Objects = append(ex.Objects, g.Pool.ID)
+			}
+		}
+	}
+	return ex
 }

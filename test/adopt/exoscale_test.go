@@ -172,6 +172,7 @@ func buildExoscale(t *testing.T, e *env) *exoWorld {
 		return true, ""
 	})
 	e.dropSimulatedTwins()
+	e.beginAudit()
 	return w
 }
 

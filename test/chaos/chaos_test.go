@@ -18,6 +18,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/pkg/testenv"
+	"github.com/appuio/machine-api-provider/test/ownaudit"
 )
 
 // procLog is where the in-process parts (the MachineSet controller,
@@ -124,6 +125,8 @@ func runCloud(t *testing.T, cfg Config, c Cloud) {
 	}
 	cp := startControlPlane(t, dir)
 	startMachineSetController(t, cp, funcr.New(logTo(procFile), funcr.Options{Verbosity: 1}).WithName("machineset"))
+	// The ownership audit of every write of the run (test/ownaudit).
+	audit := ownaudit.Begin(t, ownaudit.Source{Cloud: c.Harness().Audit(), Config: cp.Config})
 
 	r := &run{
 		cfg: cfg, cloud: c, cp: cp, events: events,
@@ -209,6 +212,7 @@ cycles:
 		report += renderLeaderChange(c.Name(), *lc)
 	}
 	fmt.Print(report)
+	audit.Check(t, "chaos "+c.Name(), ownaudit.Options{ClusterID: ClusterID})
 	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report), 0o644); err != nil {
 		t.Error(err)
 	}

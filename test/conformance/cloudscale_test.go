@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -12,16 +13,19 @@ import (
 	"time"
 
 	"github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 )
 
 const sdkIntegrationPackage = "github.com/cloudscale-ch/cloudscale-go-sdk/v8/test/integration"
 
 // cloudscaleSuite is the part of the SDK's suite the emulator must pass: the
 // resources the provider uses (servers, server groups, volumes, networks,
-// subnets, flavors, regions) and their tag tests. Load balancers, object
-// users and bucket metrics are not emulated; custom-image imports download
-// nothing, so the tests that fetch the image's checksum from the internet,
-// or expect a real download to fail, cannot pass here.
+// subnets, flavors, regions) and their tag tests, and custom-image imports.
+// Load balancers, object users and bucket metrics are not emulated. The
+// emulator downloads an import's image: the suite's image URL (on the
+// internet) is served from memory (sdkImageMirror); the tests that fetch the
+// image's checksum from the internet themselves, or expect the real
+// server's 404, cannot pass here.
 var cloudscaleSuite = []string{
 	"TestListFlavors",
 	"TestListRegions",
@@ -71,6 +75,10 @@ var cloudscaleSuite = []string{
 	"TestIntegrationCustomImage_Boot",
 }
 
+// sdkImageMirror serves the image URL of the SDK suite's custom-image
+// tests (a raw image, as the suite imports it).
+var sdkImageMirror = imagefetch.Mirror{"https://at-images.objects.lpg.cloudscale.ch/prod/alpine.raw": []byte("alpine, raw, from the conformance test")}
+
 // TestCloudscaleSDKIntegrationSuite runs the SDK's integration tests, as
 // published with the SDK version in go.mod, against an in-process emulator
 // whose servers take a second to boot, and requires every test of
@@ -81,8 +89,9 @@ func TestCloudscaleSDKIntegrationSuite(t *testing.T) {
 	}
 	const token = "conformance-token"
 	emu, err := cloudscale.New(cloudscale.Config{
-		Tokens:   map[string]cloudscale.Access{token: cloudscale.ReadWrite},
-		BootTime: time.Second,
+		Tokens:      map[string]cloudscale.Access{token: cloudscale.ReadWrite},
+		BootTime:    time.Second,
+		ImageClient: &http.Client{Transport: sdkImageMirror},
 	})
 	if err != nil {
 		t.Fatal(err)

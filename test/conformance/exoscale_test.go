@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"context"
+	"crypto/md5"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +20,15 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/exoscale/openapicheck"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
+)
+
+// rhcosMirror serves the file the suite registers as a template.
+var (
+	rhcosURL    = "https://mirror.example/rhcos-4.20-exoscale.x86_64.qcow2"
+	rhcosImage  = imagefetch.FakeQCOW2(16<<30, "rhcos-4.20")
+	rhcosMirror = imagefetch.Mirror{rhcosURL: rhcosImage}
+	rhcosMD5    = fmt.Sprintf("%x", md5.Sum(rhcosImage))
 )
 
 // The Exoscale SDK suite drives every operation the emulator serves through
@@ -140,8 +151,10 @@ func TestExoscaleSDKConformance(t *testing.T) {
 		t.Logf("no OpenAPI document at %q (set %s to its path): the suite runs, but its requests and answers are not validated. %s.",
 			openapicheck.DocumentPath(), openapicheck.EnvDocument, openapicheck.Origin)
 	}
-	// Everything done at once: the SDK's Wait returns on the first answer.
-	x := startExoscale(t, exoscale.Config{Seed: 1})
+	// Everything done at once: the SDK's Wait returns on the first answer
+	// (but for a template's registration, which downloads its file from
+	// rhcosMirror first).
+	x := startExoscale(t, exoscale.Config{Seed: 1, ImageClient: &http.Client{Transport: rhcosMirror}})
 	// Operations that stay pending: the SDK's Wait polls (every 3 s, its
 	// own pace) until they end.
 	slow := startExoscale(t, exoscale.Config{Seed: 1, BootTime: 300 * time.Millisecond, OperationTime: 200 * time.Millisecond})
@@ -339,8 +352,8 @@ func TestExoscaleSDKConformance(t *testing.T) {
 		t.Parallel()
 		c := x.c
 		op := wait(t, c)(c.RegisterTemplate(x.ctx, v3.RegisterTemplateRequest{
-			Name: "rhcos-4.20", URL: "https://mirror.example/rhcos-4.20-exoscale.x86_64.qcow2",
-			Checksum: "0123456789abcdef0123456789abcdef", SSHKeyEnabled: v3.Bool(true), PasswordEnabled: v3.Bool(false),
+			Name: "rhcos-4.20", URL: rhcosURL,
+			Checksum: rhcosMD5, SSHKeyEnabled: v3.Bool(true), PasswordEnabled: v3.Bool(false),
 			BootMode: v3.RegisterTemplateRequestBootModeUefi, DefaultUser: "core",
 		}))
 		id := op.Reference.ID

@@ -28,6 +28,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/demo"
 	"github.com/appuio/machine-api-provider/pkg/localcluster/ccm"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
+	"github.com/appuio/machine-api-provider/test/ownaudit"
 )
 
 // testLog is the running test's demo.log. controller-runtime's logger is
@@ -151,6 +152,10 @@ func start(t *testing.T, cloud string, autoscaler bool, opts ...func(*demo.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The ownership audit (test/ownaudit) of everything the test does
+	// from here on, held to the cluster's identity at its end.
+	audit := ownaudit.Begin(t, ownaudit.Source{Cloud: e.Harness().Audit(), Config: e.Cluster.Config, AuditLog: e.AuditLog()})
+	t.Cleanup(func() { audit.Check(t, t.Name(), ownaudit.Options{ClusterID: e.Options.ClusterID}) })
 	return e
 }
 

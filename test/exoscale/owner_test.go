@@ -10,8 +10,6 @@ import (
 
 	v3 "github.com/exoscale/egoscale/v3"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/actuator"
@@ -127,29 +125,11 @@ func TestInstancesOfAnotherIdentityAreLeftAlone(t *testing.T) {
 func TestNodeByNameAndAddressHoldsTheDelete(t *testing.T) {
 	e := env(t, emu.Config{})
 	startManager(t, e, manager.Options{})
-	ctx := context.Background()
 	createMachine(t, e, "worker-a", spec(nil))
 	m := waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
 	id := strings.TrimPrefix(*m.Spec.ProviderID, "exoscale://")
 	inst, _ := e.Exoscale.Instance(id)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-a"}}
-	if err := e.Client.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: inst.PublicIPv4}}
-	if err := e.Client.Status().Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	node := nodeWithoutProviderID(t, e, "worker-a", inst.PublicIPv4)
 	e.DeleteMachine(t, "worker-a")
-	waitEvent(t, e, "worker-a", "DeleteRefused", id, "Node worker-a (by name and address)")
-	if _, there := e.Exoscale.Instance(id); !there {
-		t.Fatal("the instance was deleted under its Node")
-	}
-	if err := e.Client.Delete(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	e.WaitMachineGone(t, "worker-a", 3*time.Minute)
-	if _, there := e.Exoscale.Instance(id); there {
-		t.Error("the instance outlived its Machine once the Node was gone")
-	}
+	heldUntilNodeGone(t, e, "worker-a", id, node)
 }

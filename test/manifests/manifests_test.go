@@ -40,12 +40,17 @@ const Namespace = "openshift-machine-api"
 // the deployer's --service-account.
 const DeployerSA = "machine-api-provider-deployer"
 
+// bootImagesNamespace holds the ConfigMap coreos-bootimages, which the boot
+// image controller's Role there may read.
+const bootImagesNamespace = "openshift-machine-config-operator"
+
 // openShiftNamespaces are the namespaces an OpenShift cluster has that the
-// overlays install into: the Machine API's, and openshift-config-managed,
-// where the console reads dashboards.
+// overlays install into: the Machine API's, openshift-config-managed,
+// where the console reads dashboards, and the machine-config-operator's,
+// where the boot image controller reads the release's images.
 func openShiftNamespaces() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	for _, name := range []string{Namespace, "openshift-config-managed"} {
+	for _, name := range []string{Namespace, "openshift-config-managed", bootImagesNamespace} {
 		ns := &unstructured.Unstructured{}
 		ns.SetAPIVersion("v1")
 		ns.SetKind("Namespace")
@@ -293,6 +298,9 @@ func TestNamespaces(t *testing.T) {
 				if u.GetKind() == "ConfigMap" && u.GetName() == "machine-api-provider-dashboard" {
 					want = "openshift-config-managed" // where the console reads dashboards
 				}
+				if (u.GetKind() == "Role" || u.GetKind() == "RoleBinding") && strings.HasSuffix(u.GetName(), "-boot-images") {
+					want = bootImagesNamespace // the release's images, read there
+				}
 				if u.GetNamespace() != want {
 					t.Errorf("config/%s: %s is not in %s", k, describe(u), want)
 				}
@@ -300,12 +308,14 @@ func TestNamespaces(t *testing.T) {
 		}
 		switch k {
 		case "default":
-			// A plain cluster: CRDs and namespace; no ServiceMonitor and no
-			// webhooks (no Prometheus operator, no service CA).
-			if kinds["CustomResourceDefinition"] != 3 || kinds["Namespace"] != 1 || kinds["ServiceMonitor"] != 0 ||
+			// A plain cluster: CRDs and namespaces (the Machine API's, the
+			// machine-config-operator's for the release's boot images); no
+			// ServiceMonitor and no webhooks (no Prometheus operator, no
+			// service CA).
+			if kinds["CustomResourceDefinition"] != 3 || kinds["Namespace"] != 2 || kinds["ServiceMonitor"] != 0 ||
 				kinds["PrometheusRule"]+kinds["NetworkPolicy"] != 0 ||
 				kinds["MutatingWebhookConfiguration"]+kinds["ValidatingWebhookConfiguration"] != 0 {
-				t.Errorf("config/default: kinds %v, want 3 CRDs, the Namespace, no ServiceMonitor, no webhooks", kinds)
+				t.Errorf("config/default: kinds %v, want 3 CRDs, the two Namespaces, no ServiceMonitor, no webhooks", kinds)
 			}
 		default:
 			// OpenShift: it has the CRDs and the namespace, and a service

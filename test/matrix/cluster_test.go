@@ -338,7 +338,7 @@ func (c *cell) pointAtEmulator(u *unstructured.Unstructured) {
 	case demo.Cloudscale:
 		args = append(args, "--cloudscale-api-url="+c.emuURL+"/")
 	case demo.Exoscale:
-		args = append(args, "--provider-env=EXOSCALE_API_ENDPOINT="+c.emuURL+"/v2")
+		args = append(args, "--exoscale-api-endpoint="+c.emuURL+"/v2")
 	}
 	if err := unstructured.SetNestedStringSlice(d, args, "args"); err != nil {
 		c.t.Fatal(err)

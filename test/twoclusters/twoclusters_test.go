@@ -45,10 +45,12 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
 	"github.com/appuio/machine-api-provider/test/fixture"
+	"github.com/appuio/machine-api-provider/test/ownaudit"
 )
 
 // The two clusters' identities (their infrastructure names).
@@ -85,19 +87,26 @@ type account struct {
 	// identity is a server's tags or labels, exists whether it is there.
 	identity func(id string) (map[string]string, bool)
 	writes   *fixture.WriteLog
+	// audit is the emulator's audit of every write; caller names the
+	// credentials of a cluster's provider in it (each cluster has its
+	// own, as a project has a token per cluster).
+	audit  *harness.Audit
+	caller func(who string) string
 }
 
 func cloudscaleAccount(t *testing.T) *account {
 	const token = "shared-project-token"
-	emu, err := emucs.New(emucs.Config{Tokens: map[string]emucs.Access{token: emucs.ReadWrite}, BootTime: time.Second})
+	tokenOf := func(who string) string { return "token-of-" + who }
+	emu, err := emucs.New(emucs.Config{Tokens: map[string]emucs.Access{token: emucs.ReadWrite, tokenOf(clusterA): emucs.ReadWrite, tokenOf(clusterB): emucs.ReadWrite}, BootTime: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &account{name: "cloudscale", writes: &fixture.WriteLog{}}
+	a := &account{name: "cloudscale", writes: &fixture.WriteLog{}, audit: emu.Harness().Audit(),
+		caller: func(who string) string { return harness.CallerToken(tokenOf(who)) }}
 	srv := httptest.NewServer(a.writes.Wrap(emu))
 	t.Cleanup(srv.Close)
 	a.provider = func(who string) cloud.Cloud {
-		return cscloud.New(cscloud.Options{BaseURL: srv.URL + "/", DefaultToken: token,
+		return cscloud.New(cscloud.Options{BaseURL: srv.URL + "/", DefaultToken: tokenOf(who),
 			HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: fixture.ByWriter(who, nil)}})
 	}
 	a.spec = `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"interfaces":[{"type":"Public"}]}`
@@ -115,11 +124,18 @@ func exoscaleAccount(t *testing.T) *account {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &account{name: "exoscale", writes: &fixture.WriteLog{}}
+	keyOf := func(who string) string { return "EXO-key-of-" + who }
+	for _, who := range []string{clusterA, clusterB} {
+		if err := emu.AddKey(emuexo.DefaultAccountName, keyOf(who), "secret-of-"+who, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := &account{name: "exoscale", writes: &fixture.WriteLog{}, audit: emu.Harness().Audit(),
+		caller: func(who string) string { return harness.CallerKey(keyOf(who)) }}
 	srv := httptest.NewServer(a.writes.Wrap(emu))
 	t.Cleanup(srv.Close)
 	a.provider = func(who string) cloud.Cloud {
-		return exocloud.New(exocloud.Options{APIEndpoint: srv.URL + "/v2", DefaultAPIKey: emuexo.DefaultAPIKey, DefaultAPISecret: emuexo.DefaultAPISecret,
+		return exocloud.New(exocloud.Options{APIEndpoint: srv.URL + "/v2", DefaultAPIKey: keyOf(who), DefaultAPISecret: "secret-of-" + who,
 			HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: fixture.ByWriter(who, nil)}})
 	}
 	a.spec = `{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":"ch-gva-2","instanceType":"standard.large","template":{"name":"rhcos-4.19"},"diskSize":120}`
@@ -156,6 +172,12 @@ func startCluster(t *testing.T, acc *account, id string, jan janitor.Options) *c
 		t.Fatal(err)
 	}
 	startManager(t, cfg, acc.provider(id), id, jan)
+	// The ownership audit of the cluster's own credentials' writes and of
+	// its Nodes, held to its identity when the test ends.
+	rec := ownaudit.Begin(t, ownaudit.Source{Cloud: acc.audit, Config: cfg})
+	t.Cleanup(func() {
+		rec.Check(t, acc.name+" "+id, ownaudit.Options{ClusterID: id, Callers: []string{acc.caller(id)}})
+	})
 	return &cluster{id: id, c: c}
 }
 

@@ -242,6 +242,6 @@ func (c *Client) TakeOverGroup(ctx context.Context, clusterID, key string, g clo
 }
 
 // EvictPoolMember: cloudscale.ch has no instance pools.
-func (c *Client) EvictPoolMember(context.Context, cloud.FoundPool, string) error {
+func (c *Client) EvictPoolMember(context.Context, cloud.FoundPool, string, cloud.NodeVeto) error {
 	return errors.New("cloudscale.ch has no instance pools")
 }

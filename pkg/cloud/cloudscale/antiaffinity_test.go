@@ -75,7 +75,7 @@ func TestAntiAffinityConcurrentCreatesAndDeletes(t *testing.T) {
 
 	for i, s := range servers {
 		wg.Go(func() {
-			if err := v.client.DeleteServer(v.ctx, ref(fmt.Sprintf("w%d", i)), s); err != nil {
+			if err := v.client.DeleteServer(v.ctx, ref(fmt.Sprintf("w%d", i)), s, noNodes); err != nil {
 				t.Errorf("delete w%d: %v", i, err)
 			}
 		})
@@ -128,7 +128,7 @@ func TestUserServerGroupsAreNeverDeleted(t *testing.T) {
 		t.Fatalf("server groups %v, want the user's and the anti-affinity group", d.ServerGroups)
 	}
 	for i, s := range servers {
-		if err := v.client.DeleteServer(v.ctx, ref([]string{"a", "b"}[i]), s); err != nil {
+		if err := v.client.DeleteServer(v.ctx, ref([]string{"a", "b"}[i]), s, noNodes); err != nil {
 			t.Fatal(err)
 		}
 	}

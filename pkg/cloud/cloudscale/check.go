@@ -24,12 +24,21 @@ func (c *Client) CheckSpec(ctx context.Context, spec cloud.Spec) error {
 	if err != nil {
 		return err
 	}
+	return c.checkSpec(ctx, p, "")
+}
+
+// checkSpec is CheckSpec, and with a cluster (the create's) also checks
+// whose the resources the spec names are (pkg/cloud, resources.go): a
+// network, subnet, custom image or server group tagged as another
+// cluster's is a *cloud.ForeignResourceError. That check does not skip a
+// list it cannot have: nothing is joined whose owner is unknown.
+func (c *Client) checkSpec(ctx context.Context, p *v1beta1.CloudscaleMachineProviderSpec, clusterID string) error {
 	if flavors, err := c.flavorList(ctx); err == nil && len(flavors) > 0 {
 		if _, err := lookupFlavor(flavors, p.Zone, p.Flavor); err != nil {
 			return err
 		}
 	}
-	if err := c.checkImage(ctx, p); err != nil {
+	if err := c.checkImage(ctx, p, clusterID); err != nil {
 		return err
 	}
 	for i, in := range p.Interfaces {
@@ -37,24 +46,66 @@ func (c *Client) CheckSpec(ctx context.Context, spec cloud.Spec) error {
 			continue
 		}
 		if in.NetworkUUID != "" {
-			if err := c.checkNetwork(ctx, p.Zone, in.NetworkUUID, fmt.Sprintf("interfaces[%d].networkUUID", i)); err != nil {
+			if err := c.checkNetwork(ctx, p.Zone, in.NetworkUUID, fmt.Sprintf("interfaces[%d].networkUUID", i), clusterID); err != nil {
 				return err
 			}
 		}
 		for j, a := range in.Addresses {
-			if err := c.checkAddress(ctx, in.NetworkUUID, a, fmt.Sprintf("interfaces[%d].addresses[%d]", i, j)); err != nil {
+			if err := c.checkAddress(ctx, in.NetworkUUID, a, fmt.Sprintf("interfaces[%d].addresses[%d]", i, j), clusterID); err != nil {
 				return err
 			}
 		}
 	}
+	for i, id := range p.ServerGroups {
+		if err := c.checkServerGroup(ctx, id, fmt.Sprintf("serverGroups[%d]", i), clusterID); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// unchecked is what a lookup that failed (err) means: nothing for the
+// catalog checks, whose part the create speaks for; an error when whose
+// the resource is must be known (a cluster is given).
+func unchecked(err error, clusterID, field string) error {
+	if clusterID == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: whose it is cannot be told now: %w", field, err)
+}
+
+// ownedBy checks the cluster tag of a resource the spec names at field
+// against clusterID ("": not checked).
+func ownedBy(tags sdk.TagMap, field, what, ref, clusterID string) error {
+	if clusterID == "" {
+		return nil
+	}
+	return cloud.CheckResourceCluster(field, what, ref, "tag "+v1beta1.TagClusterID, tags[v1beta1.TagClusterID], clusterID)
+}
+
+// checkServerGroup checks whose a server group of the spec's serverGroups
+// is. One that does not exist is left to the create, which refuses it.
+func (c *Client) checkServerGroup(ctx context.Context, id, field, clusterID string) error {
+	if clusterID == "" {
+		return nil
+	}
+	g, ok, err := findCached(ctx, &c.groups, c, "servergroup.list", func(g sdk.ServerGroup) bool { return strings.EqualFold(g.UUID, id) }, func(ctx context.Context) ([]sdk.ServerGroup, error) {
+		return c.sdk.ServerGroups.List(ctx)
+	})
+	switch {
+	case err != nil:
+		return unchecked(err, clusterID, field)
+	case !ok:
+		return nil
+	}
+	return ownedBy(g.Tags, field, "server group", id, clusterID)
 }
 
 // checkAddress checks a fixed address against its subnet: the subnet must
 // exist and be of the interface's network, and the address one the subnet
 // can give a server (inside its range; not its network, broadcast or
 // gateway address).
-func (c *Client) checkAddress(ctx context.Context, networkUUID string, a v1beta1.Address, field string) error {
+func (c *Client) checkAddress(ctx context.Context, networkUUID string, a v1beta1.Address, field, clusterID string) error {
 	if a.SubnetUUID == "" {
 		return nil
 	}
@@ -63,11 +114,14 @@ func (c *Client) checkAddress(ctx context.Context, networkUUID string, a v1beta1
 	})
 	switch {
 	case err != nil:
-		return nil
+		return unchecked(err, clusterID, field+".subnetUUID")
 	case !ok:
 		return &cloud.InvalidConfigError{Field: field + ".subnetUUID", Message: fmt.Sprintf("subnet %s does not exist in this cloudscale.ch account", a.SubnetUUID)}
 	case networkUUID != "" && sn.Network.UUID != "" && !strings.EqualFold(sn.Network.UUID, networkUUID):
 		return &cloud.InvalidConfigError{Field: field + ".subnetUUID", Message: fmt.Sprintf("subnet %s is of network %s, not of the interface's network %s", a.SubnetUUID, sn.Network.UUID, networkUUID)}
+	}
+	if err := ownedBy(sn.Tags, field+".subnetUUID", "subnet", a.SubnetUUID, clusterID); err != nil {
+		return err
 	}
 	if a.Address == "" {
 		return nil
@@ -109,7 +163,7 @@ func orNone(s string) string {
 
 // checkImage checks a custom image (custom:<slug> or a UUID); public image
 // slugs have no list in the SDK and are left to the create.
-func (c *Client) checkImage(ctx context.Context, p *v1beta1.CloudscaleMachineProviderSpec) error {
+func (c *Client) checkImage(ctx context.Context, p *v1beta1.CloudscaleMachineProviderSpec, clusterID string) error {
 	slug, custom := strings.CutPrefix(p.Image, "custom:")
 	byUUID := uuidPattern.MatchString(p.Image)
 	if !custom && !byUUID {
@@ -128,7 +182,10 @@ func (c *Client) checkImage(ctx context.Context, p *v1beta1.CloudscaleMachinePro
 		if err == nil {
 			return &cloud.InvalidConfigError{Field: "image", Message: fmt.Sprintf("custom image %q does not exist in this cloudscale.ch account", p.Image)}
 		}
-		return nil
+		return unchecked(err, clusterID, "image")
+	}
+	if err := ownedBy(image.Tags, "image", "custom image", fmt.Sprintf("%q", p.Image), clusterID); err != nil {
+		return err
 	}
 	if len(image.Zones) > 0 && !slices.ContainsFunc(image.Zones, func(z sdk.ZoneStub) bool { return z.Slug == p.Zone }) {
 		return &cloud.InvalidConfigError{Field: "image", Message: fmt.Sprintf("custom image %q is not available in zone %s", p.Image, p.Zone)}
@@ -139,19 +196,19 @@ func (c *Client) checkImage(ctx context.Context, p *v1beta1.CloudscaleMachinePro
 	return nil
 }
 
-func (c *Client) checkNetwork(ctx context.Context, zone, id, field string) error {
+func (c *Client) checkNetwork(ctx context.Context, zone, id, field, clusterID string) error {
 	n, ok, err := findCached(ctx, &c.networks, c, "network.list", func(n sdk.Network) bool { return strings.EqualFold(n.UUID, id) }, func(ctx context.Context) ([]sdk.Network, error) {
 		return c.sdk.Networks.List(ctx)
 	})
 	switch {
 	case err != nil:
-		return nil
+		return unchecked(err, clusterID, field)
 	case !ok:
 		return &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("network %s does not exist in this cloudscale.ch account", id)}
 	case n.Zone.Slug != "" && n.Zone.Slug != zone:
 		return &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("network %s is in zone %s, not in %s", id, n.Zone.Slug, zone)}
 	}
-	return nil
+	return ownedBy(n.Tags, field, "network", id, clusterID)
 }
 
 // findCached looks for an item in a cached catalog, listing again once when

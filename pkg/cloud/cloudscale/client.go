@@ -24,10 +24,13 @@ type Client struct {
 	gate   *cloud.Gate
 	now    func() time.Time
 
-	flavors    cloud.Catalog[sdk.Flavor]
-	images     cloud.Catalog[sdk.CustomImage]
-	networks   cloud.Catalog[sdk.Network]
-	subnets    cloud.Catalog[sdk.Subnet]
+	flavors  cloud.Catalog[sdk.Flavor]
+	images   cloud.Catalog[sdk.CustomImage]
+	networks cloud.Catalog[sdk.Network]
+	subnets  cloud.Catalog[sdk.Subnet]
+	// groups are the account's server groups, for whose a spec's
+	// serverGroups are (check.go)
+	groups     cloud.Catalog[sdk.ServerGroup]
 	groupLocks cloud.GroupLocks
 
 	// rootTags remembers, per server UUID, the hash of the root volume tags

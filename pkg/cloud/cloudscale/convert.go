@@ -3,6 +3,7 @@ package cloudscale
 import (
 	"maps"
 	"net/netip"
+	"slices"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
 	corev1 "k8s.io/api/core/v1"
@@ -13,20 +14,34 @@ import (
 
 func toServer(s *sdk.Server) *cloud.Server {
 	return &cloud.Server{
-		ID:           s.UUID,
-		Name:         s.Name,
-		Machine:      s.Tags[v1beta1.TagMachineName],
-		ClusterID:    s.Tags[v1beta1.TagClusterID],
-		CreatedAt:    s.CreatedAt,
-		Status:       s.Status,
-		Running:      s.Status == sdk.ServerRunning,
-		InstanceType: s.Flavor.Slug,
-		Zone:         s.Zone.Slug,
-		Region:       regionOf(s.Zone.Slug),
-		Addresses:    nodeAddresses(s),
-		Tags:         maps.Clone(map[string]string(s.Tags)),
-		Detail:       s,
+		ID:               s.UUID,
+		Name:             s.Name,
+		Machine:          s.Tags[v1beta1.TagMachineName],
+		ClusterID:        s.Tags[v1beta1.TagClusterID],
+		CreatedAt:        s.CreatedAt,
+		Status:           s.Status,
+		Running:          s.Status == sdk.ServerRunning,
+		InstanceType:     s.Flavor.Slug,
+		Zone:             s.Zone.Slug,
+		Region:           regionOf(s.Zone.Slug),
+		Addresses:        nodeAddresses(s),
+		AddressesUnknown: unknownAddresses(s),
+		Tags:             maps.Clone(map[string]string(s.Tags)),
+		Detail:           s,
 	}
+}
+
+// unknownAddresses names the private interfaces without an address: the
+// server was given none on that network (`addresses: []`, or a network
+// without a subnet) and configures its own, which the API does not know.
+func unknownAddresses(s *sdk.Server) []string {
+	var out []string
+	for _, i := range s.Interfaces {
+		if i.Type != "public" && !slices.ContainsFunc(i.Addresses, func(a sdk.Address) bool { return a.Address != "" }) {
+			out = append(out, "private network "+i.Network.UUID)
+		}
+	}
+	return out
 }
 
 // nodeAddresses lists internal addresses first, as the kubelet reports them:

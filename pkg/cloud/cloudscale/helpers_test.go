@@ -16,6 +16,7 @@ import (
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
 const (
@@ -217,3 +218,6 @@ func storedServer(t *testing.T, state, id string) struct {
 	}
 	return world.Servers[id]
 }
+
+// noNodes is the Node veto of a cluster without Nodes: every delete goes.
+var noNodes = nodes.Veto{Index: nodes.New("cloudscale", nil)}

@@ -53,7 +53,7 @@ func TestCallsAreObserved(t *testing.T) {
 	}
 	_, _, _ = v.client.CreateServer(v.ctx, ref("x"), v.spec(func(p *v1beta1.CloudscaleMachineProviderSpec) { p.Image = "nope" }), nil)
 	_, _ = v.client.Flavor(v.ctx, "rma1", "flex-4-1")
-	if err := v.client.DeleteServer(v.ctx, ref("m"), s); err != nil {
+	if err := v.client.DeleteServer(v.ctx, ref("m"), s, noNodes); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range keys {

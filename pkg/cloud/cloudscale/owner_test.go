@@ -7,10 +7,13 @@ import (
 	"time"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
 // retag replaces a server's tags behind the client's back, as another
@@ -69,8 +72,8 @@ func TestServerOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
 				}
 				_, err = v.client.SyncServer(v.ctx, ref("m"), changed, fresh)
 				wantNotOwned(t, "sync with a fresh record", err)
-				wantNotOwned(t, "delete with a stale record", v.client.DeleteServer(v.ctx, ref("m"), &stale))
-				wantNotOwned(t, "delete without a record", v.client.DeleteServer(v.ctx, ref("m"), &cloud.Server{ID: s.ID}))
+				wantNotOwned(t, "delete with a stale record", v.client.DeleteServer(v.ctx, ref("m"), &stale, noNodes))
+				wantNotOwned(t, "delete without a record", v.client.DeleteServer(v.ctx, ref("m"), &cloud.Server{ID: s.ID}, noNodes))
 			})
 			for route, n := range calls {
 				if route[:4] != "GET " {
@@ -88,7 +91,8 @@ func TestServerOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
 // a read sent after the delete was decided (cloud.DeleteDecided): the list
 // of the Machines deleted together proves the server still theirs, as a
 // read of it right then would. A record read before the decision is read
-// again, and a server retagged since is left alone.
+// again, and a server retagged since is left alone. The Node veto still
+// applies to a delete so proven: a Node on the server keeps it.
 func TestDeleteProvenByItsOwnListReadsNothingMore(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, emucs.Config{})
@@ -106,10 +110,14 @@ func TestDeleteProvenByItsOwnListReadsNothingMore(t *testing.T) {
 		t.Fatalf("listed %v, %v", listed, err)
 	}
 	_, calls := v.calls(func() {
-		if err := v.client.DeleteServer(ctx, ref("a"), &listed[0]); err != nil {
+		var vetoed *nodes.VetoedError
+		if err := v.client.DeleteServer(ctx, ref("a"), &listed[0], nodeOn("cloudscale://"+a.ID)); !errors.As(err, &vetoed) {
+			t.Errorf("delete of a, which a Node runs on: %v, want a VetoedError", err)
+		}
+		if err := v.client.DeleteServer(ctx, ref("a"), &listed[0], noNodes); err != nil {
 			t.Errorf("delete of a: %v", err)
 		}
-		wantNotOwned(t, "delete of b, listed before the delete was decided", v.client.DeleteServer(ctx, ref("b"), &early[0]))
+		wantNotOwned(t, "delete of b, listed before the delete was decided", v.client.DeleteServer(ctx, ref("b"), &early[0], noNodes))
 	})
 	// One read: b's; one DELETE: a's.
 	if want := map[string]int64{"GET /v1/servers/{uuid}": 1, "DELETE /v1/servers/{uuid}": 1}; !maps.Equal(calls, want) {
@@ -118,4 +126,11 @@ func TestDeleteProvenByItsOwnListReadsNothingMore(t *testing.T) {
 	if got := v.server(b.ID); got == nil {
 		t.Error("b, retagged as another cluster's, was deleted")
 	}
+}
+
+// nodeOn is a Node veto with one Node, which runs on the server of the
+// providerID.
+func nodeOn(providerID string) nodes.Veto {
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a-node"}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	return nodes.Veto{Index: nodes.New(Name, []corev1.Node{n})}
 }

@@ -60,6 +60,18 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 	return srv, nil
 }
 
+// ReadAddresses reads the server again: its record has every address the
+// API knows (its interfaces'), and names the private interfaces without
+// one.
+func (c *Client) ReadAddresses(ctx context.Context, s *cloud.Server) error {
+	got, err := c.GetServer(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	s.Addresses, s.AddressesUnknown = got.Addresses, got.AddressesUnknown
+	return nil
+}
+
 func (c *Client) getServer(ctx context.Context, id string) (*sdk.Server, error) {
 	if id == "" {
 		// The SDK would GET the list instead.
@@ -90,7 +102,9 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 		return nil, false, err
 	}
 	ctx = cloud.WithRedaction(ctx, string(userData))
-	if err := c.CheckSpec(ctx, spec); err != nil {
+	// The catalog, and whose the groups, networks, subnets and image the
+	// spec names are: before anything is written (an anti-affinity group).
+	if err := c.checkSpec(ctx, p, m.ClusterID); err != nil {
 		return nil, false, err
 	}
 	req := serverRequest(m, p, userData)
@@ -185,13 +199,18 @@ func serverRequest(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec,
 
 // DeleteServer deletes the server, then the provider's anti-affinity groups
 // it leaves empty. Only a server that carries the Machine's identity at
-// that moment is deleted (a *cloud.NotOwnedError otherwise, and nothing is
-// sent): one whose record s is a read sent for this delete
-// (cloud.ProvenOwned: the list of the Machines being deleted), or else
-// read again now.
-func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server) error {
+// that moment, and that no Node runs on (veto, asked with that record: a
+// list's record has every address the API knows, as a read by ID does), is
+// deleted (a *cloud.NotOwnedError or the veto's error otherwise, and
+// nothing is sent). That record is s when s is a read sent for this delete
+// (cloud.ProvenOwned: the list of the Machines being deleted); otherwise
+// the server is read again now.
+func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server, veto cloud.NodeVeto) error {
 	if s == nil || s.ID == "" {
 		return errors.New("cloudscale: DeleteServer needs a server with an ID")
+	}
+	if veto == nil {
+		return cloud.ErrNoVeto
 	}
 	if err := checkRef(m); err != nil {
 		return err
@@ -208,6 +227,9 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 		if err != nil {
 			return err
 		}
+	}
+	if err := cloud.CheckVeto(ctx, veto, toServer(detail), nil); err != nil {
+		return err
 	}
 	err := c.call(ctx, "server.delete", func(ctx context.Context) error {
 		return c.sdk.Servers.Delete(ctx, s.ID)

@@ -236,7 +236,7 @@ func TestDeleteServer(t *testing.T) {
 	v := newEnv(t, emucs.Config{})
 	s := v.create("m", v.spec(nil))
 	root := s.Detail.(*sdk.Server).Volumes[0].UUID
-	if err := v.client.DeleteServer(v.ctx, ref("m"), s); err != nil {
+	if err := v.client.DeleteServer(v.ctx, ref("m"), s, noNodes); err != nil {
 		t.Fatal(err)
 	}
 	if l := v.servers(); len(l) != 0 {
@@ -246,10 +246,10 @@ func TestDeleteServer(t *testing.T) {
 		t.Error("the root volume outlived its server")
 	}
 	// Deleting again, with or without the record, is no error.
-	if err := v.client.DeleteServer(v.ctx, ref("m"), s); err != nil {
+	if err := v.client.DeleteServer(v.ctx, ref("m"), s, noNodes); err != nil {
 		t.Errorf("second delete: %v", err)
 	}
-	if err := v.client.DeleteServer(v.ctx, ref("m"), &cloud.Server{ID: s.ID}); err != nil {
+	if err := v.client.DeleteServer(v.ctx, ref("m"), &cloud.Server{ID: s.ID}, noNodes); err != nil {
 		t.Errorf("delete of a gone server without its record: %v", err)
 	}
 }

@@ -352,8 +352,13 @@ func (c *Client) TakeOverGroup(context.Context, string, string, cloud.FoundGroup
 
 // EvictPoolMember evicts the member from its pool, which destroys it; the
 // last member goes with the pool, since a pool keeps at least one. It
-// waits for the operation.
-func (c *Client) EvictPoolMember(ctx context.Context, pool cloud.FoundPool, member string) error {
+// waits for the operation. The member is read right before, and veto asked
+// about it with the leases of its private networks read then, as every
+// delete does (cloud.CheckVeto).
+func (c *Client) EvictPoolMember(ctx context.Context, pool cloud.FoundPool, member string, veto cloud.NodeVeto) error {
+	if veto == nil {
+		return cloud.ErrNoVeto
+	}
 	zc, err := c.zoneClient(ctx, pool.Zone)
 	if err != nil {
 		return err
@@ -381,13 +386,17 @@ func (c *Client) EvictPoolMember(ctx context.Context, pool cloud.FoundPool, memb
 	}
 	// The pool lists its members being destroyed too, and refuses to
 	// evict them: one is leaving already.
-	switch d, err := c.getInstance(ctx, pool.Zone, member); {
+	d, err := c.getInstance(ctx, pool.Zone, member)
+	switch {
 	case cloud.IsNotFound(err):
 		return nil
 	case err != nil:
 		return err
 	case d.State == v3.InstanceStateDestroying:
 		return nil
+	}
+	if err := cloud.CheckVeto(ctx, veto, c.server(d), c.readLeases); err != nil {
+		return err
 	}
 	var op *v3.Operation
 	if len(live) == 1 {

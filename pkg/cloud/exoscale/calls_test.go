@@ -33,7 +33,7 @@ func TestDeleteReadsTheInstanceFirst(t *testing.T) {
 	}
 	for i, c := range []cloud.Client{x.c, other} {
 		before := h.Count("GET /v2/instance/{id}")
-		if err := c.DeleteServer(x.ctx, ref(listed[i].Machine), &listed[i]); err != nil {
+		if err := c.DeleteServer(x.ctx, ref(listed[i].Machine), &listed[i], noNodes); err != nil {
 			t.Fatal(err)
 		}
 		if n := h.Count("GET /v2/instance/{id}") - before; n != 1 {

@@ -116,16 +116,6 @@ func (c *Client) templateList(zone string, vis v1beta1.TemplateVisibility) *clou
 	return zonal(c, c.templates, zone+"/"+string(vis))
 }
 
-// network returns a private network from the cached list of its zone.
-func (c *Client) network(zone string, id v3.UUID) (v3.PrivateNetwork, bool) {
-	for _, n := range c.networkList(zone).Cached() {
-		if n.ID == id {
-			return n, true
-		}
-	}
-	return v3.PrivateNetwork{}, false
-}
-
 // typeName is the family.size of an instance type ID, from the cached list
 // without calling the API; "" when it is not known yet.
 func (c *Client) typeName(id v3.UUID) string {

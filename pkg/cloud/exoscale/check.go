@@ -15,6 +15,9 @@ import (
 
 // resolved is a spec's references turned into the IDs the API takes.
 type resolved struct {
+	// clusterID is the cluster whose resources the references were
+	// checked to be (or to be no cluster's); "" when not checked.
+	clusterID          string
 	zone               *v3.Client
 	instanceType       v3.InstanceType
 	template           v3.Template
@@ -28,6 +31,9 @@ type resolvedNetwork struct {
 	ID      v3.UUID
 	IP      string
 	Managed bool
+	// Ref is how the spec names it; Cluster the cluster whose identity
+	// it carries ("" for none), Mark where (resources.go).
+	Ref, Cluster, Mark string
 }
 
 // CheckSpec checks the zone, instance type, template, security groups,
@@ -40,16 +46,24 @@ func (c *Client) CheckSpec(ctx context.Context, spec cloud.Spec) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.resolve(ctx, p, false)
+	_, err = c.resolve(ctx, p, false, "")
 	return err
 }
 
 // resolve looks the spec's references up. A reference to nothing, or a name
 // more than one thing has, is an InvalidConfigError naming the field. A
 // list that cannot be had is an error when strict (the create needs the
-// IDs), else that reference is skipped.
-func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProviderSpec, strict bool) (*resolved, error) {
-	var r resolved
+// IDs), else that reference is skipped. With a cluster (the create's),
+// a resource that carries another cluster's identity is a
+// *cloud.ForeignResourceError naming the field (resources.go).
+func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProviderSpec, strict bool, clusterID string) (*resolved, error) {
+	r := resolved{clusterID: clusterID}
+	owned := func(field, what, ref, cluster, mark string) error {
+		if clusterID == "" {
+			return nil
+		}
+		return cloud.CheckResourceCluster(field, what, ref, mark, cluster, clusterID)
+	}
 	skip := func(err error) error {
 		if _, invalid := err.(*cloud.InvalidConfigError); invalid || strict {
 			return err
@@ -75,33 +89,52 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 		if err := checkDisk(p, r.template); err != nil {
 			return nil, err
 		}
+		if err := owned("template", "template", describe(p.Template.ID, p.Template.Name), describedCluster(r.template.Description), markDescription); err != nil {
+			return nil, err
+		}
 	}
 	for i, ref := range p.SecurityGroups {
-		id, err := lookup(ctx, c, &c.securityGroups, c.listSecurityGroups, ref, fmt.Sprintf("securityGroups[%d]", i), "security group", "",
+		field := fmt.Sprintf("securityGroups[%d]", i)
+		g, err := lookupItem(ctx, c, &c.securityGroups, c.listSecurityGroups, ref, field, "security group", "",
 			func(g v3.SecurityGroup) (v3.UUID, string) { return g.ID, g.Name })
 		if skip(err) != nil {
 			return nil, err
 		}
-		r.securityGroups = append(r.securityGroups, id)
+		if err == nil {
+			if err := owned(field, "security group", describe(ref.ID, ref.Name), describedCluster(g.Description), markDescription); err != nil {
+				return nil, err
+			}
+		}
+		r.securityGroups = append(r.securityGroups, g.ID)
 	}
 	for i, ref := range p.AntiAffinityGroups {
-		id, err := lookup(ctx, c, &c.userGroups, c.listGroupsForLookup, ref, fmt.Sprintf("antiAffinityGroups[%d]", i), "anti-affinity group", "",
+		field := fmt.Sprintf("antiAffinityGroups[%d]", i)
+		g, err := lookupItem(ctx, c, &c.userGroups, c.listGroupsForLookup, ref, field, "anti-affinity group", "",
 			func(g v3.AntiAffinityGroup) (v3.UUID, string) { return g.ID, g.Name })
 		if skip(err) != nil {
 			return nil, err
 		}
-		r.antiAffinityGroups = append(r.antiAffinityGroups, id)
+		if err == nil {
+			if err := owned(field, "anti-affinity group", describe(ref.ID, ref.Name), describedCluster(g.Description), markDescription); err != nil {
+				return nil, err
+			}
+		}
+		r.antiAffinityGroups = append(r.antiAffinityGroups, g.ID)
 	}
 	for i, n := range p.PrivateNetworks {
 		field := fmt.Sprintf("privateNetworks[%d]", i)
-		var found v3.PrivateNetwork
-		id, err := lookup(ctx, c, c.networkList(p.Zone), c.listNetworks(zc), v1beta1.ResourceRef{ID: n.ID, Name: n.Name}, field, "private network", p.Zone,
+		ref := describe(n.ID, n.Name)
+		found, err := lookupItem(ctx, c, c.networkList(p.Zone), c.listNetworks(zc), v1beta1.ResourceRef{ID: n.ID, Name: n.Name}, field, "private network", p.Zone,
 			func(pn v3.PrivateNetwork) (v3.UUID, string) { return pn.ID, pn.Name })
 		if skip(err) != nil {
 			return nil, err
 		}
+		id := found.ID
+		cluster, mark := networkCluster(found)
 		if err == nil {
-			found, _ = c.network(p.Zone, id)
+			if err := owned(field, "private network", ref, cluster, mark); err != nil {
+				return nil, err
+			}
 		}
 		managed := len(found.StartIP) > 0
 		if n.IP != "" && err == nil && found.ID != "" && !managed {
@@ -112,15 +145,20 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 				return nil, err
 			}
 		}
-		r.networks = append(r.networks, resolvedNetwork{ID: id, IP: n.IP, Managed: managed})
+		r.networks = append(r.networks, resolvedNetwork{ID: id, IP: n.IP, Managed: managed, Ref: ref, Cluster: cluster, Mark: mark})
 	}
 	if p.DeployTarget != nil {
-		id, err := lookup(ctx, c, c.deployTargetList(p.Zone), c.listDeployTargets(zc), *p.DeployTarget, "deployTarget", "deploy target", p.Zone,
+		dt, err := lookupItem(ctx, c, c.deployTargetList(p.Zone), c.listDeployTargets(zc), *p.DeployTarget, "deployTarget", "deploy target", p.Zone,
 			func(d v3.DeployTarget) (v3.UUID, string) { return d.ID, d.Name })
 		if skip(err) != nil {
 			return nil, err
 		}
-		r.deployTarget = id
+		if err == nil {
+			if err := owned("deployTarget", "deploy target", describe(p.DeployTarget.ID, p.DeployTarget.Name), describedCluster(dt.Description), markDescription); err != nil {
+				return nil, err
+			}
+		}
+		r.deployTarget = dt.ID
 	}
 	for i, name := range p.SSHKeys {
 		_, err := lookup(ctx, c, &c.sshKeys, c.listSSHKeys, v1beta1.ResourceRef{Name: name}, fmt.Sprintf("sshKeys[%d]", i), "SSH key", "",
@@ -167,9 +205,21 @@ func describe(id, name string) string {
 	return fmt.Sprintf("%q", name)
 }
 
-// lookup finds one item of a cached list by ID or by name. Names must be
-// unique: a name two items have is an error, never a guess.
+// lookup finds one item of a cached list by ID or by name, and returns its
+// ID (lookupItem).
 func lookup[T any](ctx context.Context, c *Client, l *cloud.Catalog[T], fetch func(ctx context.Context) ([]T, error), ref v1beta1.ResourceRef, field, what, zone string, key func(T) (v3.UUID, string)) (v3.UUID, error) {
+	it, err := lookupItem(ctx, c, l, fetch, ref, field, what, zone, key)
+	if err != nil {
+		return "", err
+	}
+	id, _ := key(it)
+	return id, nil
+}
+
+// lookupItem finds one item of a cached list by ID or by name. Names must
+// be unique: a name two items have is an error, never a guess.
+func lookupItem[T any](ctx context.Context, c *Client, l *cloud.Catalog[T], fetch func(ctx context.Context) ([]T, error), ref v1beta1.ResourceRef, field, what, zone string, key func(T) (v3.UUID, string)) (T, error) {
+	var zero T
 	match := func(it T) bool {
 		id, name := key(it)
 		if ref.ID != "" {
@@ -179,7 +229,7 @@ func lookup[T any](ctx context.Context, c *Client, l *cloud.Catalog[T], fetch fu
 	}
 	found, err := find(ctx, c.now(), l, fetch, match)
 	if err != nil {
-		return "", err
+		return zero, err
 	}
 	where := "in this Exoscale account"
 	if zone != "" {
@@ -187,17 +237,16 @@ func lookup[T any](ctx context.Context, c *Client, l *cloud.Catalog[T], fetch fu
 	}
 	switch len(found) {
 	case 0:
-		return "", &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("no %s %s exists %s", what, describe(ref.ID, ref.Name), where)}
+		return zero, &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("no %s %s exists %s", what, describe(ref.ID, ref.Name), where)}
 	case 1:
-		id, _ := key(found[0])
-		return id, nil
+		return found[0], nil
 	}
 	ids := make([]string, 0, len(found))
 	for _, it := range found {
 		id, _ := key(it)
 		ids = append(ids, string(id))
 	}
-	return "", &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("%d %ss are named %q %s (%s): name one by its id", len(found), what, ref.Name, where, strings.Join(ids, ", "))}
+	return zero, &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("%d %ss are named %q %s (%s): name one by its id", len(found), what, ref.Name, where, strings.Join(ids, ", "))}
 }
 
 // resolveType finds the instance type by family.size or ID, offered in the

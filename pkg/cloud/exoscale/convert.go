@@ -40,36 +40,57 @@ func fromListItem(it v3.ListInstancesResponseInstances, zone string) *instance {
 }
 
 // toServer describes an instance to the Machine API. typeName names its
-// instance type (family.size) when the client knows it; privateIPs are its
-// addresses on private networks, as far as known.
-func toServer(d *instance, typeName string, privateIPs []string) *cloud.Server {
+// instance type (family.size) when the client knows it; private are its
+// addresses on its private networks, by network ID, as far as known (""
+// for a network that leases none): the networks without one are its
+// AddressesUnknown.
+func toServer(d *instance, typeName string, private map[string]string) *cloud.Server {
 	if typeName == "" && d.InstanceType != nil {
 		typeName = string(d.InstanceType.ID)
 	}
 	return &cloud.Server{
-		ID:           string(d.ID),
-		Name:         d.Name,
-		Machine:      d.Labels[v1beta1.LabelMachineName],
-		ClusterID:    d.Labels[v1beta1.LabelClusterID],
-		CreatedAt:    d.CreatedAT,
-		Status:       string(d.State),
-		Running:      d.State == v3.InstanceStateRunning,
-		InstanceType: typeName,
-		Region:       d.Zone,
-		Zone:         d.Zone,
-		Addresses:    nodeAddresses(d, privateIPs),
-		Tags:         maps.Clone(map[string]string(d.Labels)),
-		Detail:       d,
+		ID:               string(d.ID),
+		Name:             d.Name,
+		Machine:          d.Labels[v1beta1.LabelMachineName],
+		ClusterID:        d.Labels[v1beta1.LabelClusterID],
+		CreatedAt:        d.CreatedAT,
+		Status:           string(d.State),
+		Running:          d.State == v3.InstanceStateRunning,
+		InstanceType:     typeName,
+		Region:           d.Zone,
+		Zone:             d.Zone,
+		Addresses:        nodeAddresses(d, private),
+		AddressesUnknown: unknownAddresses(d, private),
+		Tags:             maps.Clone(map[string]string(d.Labels)),
+		Detail:           d,
 	}
+}
+
+// unknownAddresses names the instance's private networks whose address on
+// it is not known: not read yet, or a network that leases none (the
+// instance configures its own).
+func unknownAddresses(d *instance, private map[string]string) []string {
+	var out []string
+	for _, n := range d.PrivateNetworks {
+		if private[string(n.ID)] == "" {
+			out = append(out, "private network "+string(n.ID))
+		}
+	}
+	return out
 }
 
 // nodeAddresses lists internal addresses first, as the kubelet reports
 // them: private network addresses are InternalIP, public ones ExternalIP,
 // and an instance without a private address uses its public IPv4 as
 // InternalIP too (the kubelet of such a Node reports that one).
-func nodeAddresses(d *instance, privateIPs []string) []corev1.NodeAddress {
+func nodeAddresses(d *instance, private map[string]string) []corev1.NodeAddress {
 	var internal, external []corev1.NodeAddress
-	ips := append([]string{}, privateIPs...)
+	var ips []string
+	for _, n := range d.PrivateNetworks {
+		if ip := private[string(n.ID)]; ip != "" {
+			ips = append(ips, ip)
+		}
+	}
 	sort.Strings(ips)
 	for _, ip := range ips {
 		internal = append(internal, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})

@@ -2,7 +2,10 @@ package exoscale
 
 import (
 	"context"
+	"crypto/md5"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,20 +15,23 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 )
 
 // TestBadSpecsAreRefusedWithoutWrites: what the catalogue can tell is
 // wrong fails the create with the field, before any write.
 func TestBadSpecsAreRefusedWithoutWrites(t *testing.T) {
+	twice := imagefetch.FakeQCOW2(10<<30, "twice-2")
 	x := newEnv(t, emu.Config{
-		Accounts: []emu.Account{{Name: "test", Key: testKey, Secret: testSecret, Quotas: map[string]int64{"gpu": 0}}},
+		Accounts:    []emu.Account{{Name: "test", Key: testKey, Secret: testSecret, Quotas: map[string]int64{"gpu": 0}}},
+		ImageClient: &http.Client{Transport: imagefetch.Mirror{"https://templates.example/twice-2.qcow2": twice}},
 		Templates: []emu.TemplateSeed{
 			{Name: "rhcos-4.19", SizeGiB: 16}, {Name: "twice", Zones: []string{"ch-gva-2"}},
 		},
 	})
 	// A second template of the same name, registered as a user would.
 	x.wait(x.raw.RegisterTemplate(x.ctx, v3.RegisterTemplateRequest{
-		Name: "twice", URL: "https://templates.example/twice-2.qcow2", Checksum: "0123456789abcdef0123456789abcdef",
+		Name: "twice", URL: "https://templates.example/twice-2.qcow2", Checksum: fmt.Sprintf("%x", md5.Sum(twice)),
 		PasswordEnabled: v3.Bool(false), SSHKeyEnabled: v3.Bool(true),
 	}))
 	for name, c := range map[string]struct {

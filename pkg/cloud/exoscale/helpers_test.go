@@ -13,6 +13,7 @@ import (
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
 const (
@@ -140,3 +141,6 @@ func v3CreateGroup(name string) v3.CreateAntiAffinityGroupRequest {
 }
 
 func v3UUID(s string) v3.UUID { return v3.UUID(s) }
+
+// noNodes is the Node veto of a cluster without Nodes: every delete goes.
+var noNodes = nodes.Veto{Index: nodes.New("exoscale", nil)}

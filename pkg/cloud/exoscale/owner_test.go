@@ -13,6 +13,7 @@ import (
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
 // An instance is synced and deleted only while its labels say it is the
@@ -62,7 +63,7 @@ func TestInstanceOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
 				t.Errorf("sync with a fresh record: %v, want a NotOwnedError", err)
 			}
 			for _, rec := range []*cloud.Server{&stale, {ID: s.ID}} {
-				if err := x.c.DeleteServer(x.ctx, ref("worker-a"), rec); !errors.As(err, &no) {
+				if err := x.c.DeleteServer(x.ctx, ref("worker-a"), rec, noNodes); !errors.As(err, &no) {
 					t.Errorf("delete: %v, want a NotOwnedError", err)
 				}
 			}
@@ -84,7 +85,8 @@ func TestInstanceOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
 // client knows the instance's groups (it made it): the list of the
 // Machines deleted together proves the instance still theirs, as a read of
 // it right then would. A record read before the decision is read again,
-// and an instance relabelled since is left alone.
+// and an instance relabelled since is left alone. The Node veto still
+// applies to a delete so proven: a Node on the instance keeps it.
 func TestDeleteProvenByItsOwnListReadsNothingMore(t *testing.T) {
 	x := newEnv(t, emu.Config{})
 	var ids []string
@@ -108,11 +110,15 @@ func TestDeleteProvenByItsOwnListReadsNothingMore(t *testing.T) {
 	}
 	h := x.emu.Harness()
 	h.ResetRequests()
-	if err := x.c.DeleteServer(ctx, ref("worker-a"), &listed[0]); err != nil {
+	var vetoed *nodes.VetoedError
+	if err := x.c.DeleteServer(ctx, ref("worker-a"), &listed[0], nodeVeto("a-node", "exoscale://"+ids[0], "")); !errors.As(err, &vetoed) {
+		t.Errorf("delete of worker-a, which a Node runs on: %v, want a VetoedError", err)
+	}
+	if err := x.c.DeleteServer(ctx, ref("worker-a"), &listed[0], noNodes); err != nil {
 		t.Errorf("delete of worker-a: %v", err)
 	}
 	var no *cloud.NotOwnedError
-	if err := x.c.DeleteServer(ctx, ref("worker-b"), &early[0]); !errors.As(err, &no) {
+	if err := x.c.DeleteServer(ctx, ref("worker-b"), &early[0], noNodes); !errors.As(err, &no) {
 		t.Errorf("delete of worker-b, listed before the delete was decided: %v, want a NotOwnedError", err)
 	}
 	// One read: worker-b's; one DELETE: worker-a's.

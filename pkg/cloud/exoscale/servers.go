@@ -10,7 +10,6 @@ import (
 	"time"
 
 	v3 "github.com/exoscale/egoscale/v3"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -23,8 +22,7 @@ import (
 //
 // Zones that fail are reported, not fatal (zones.go): when some zones
 // answered, the list of theirs comes with a *cloud.PartialListError naming
-// the failed zones that may hold the cluster's instances; when none did,
-// the first failure is the error.
+// every zone that failed; when none did, the first failure is the error.
 func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.Server, error) {
 	if sel.ClusterID == "" {
 		return nil, errors.New("exoscale: listing servers needs the cluster ID")
@@ -70,16 +68,14 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 		c.sweptAt(sel.ClusterID, started)
 	}
 	slices.SortStableFunc(out, func(a, b cloud.Server) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	var partial []*cloud.ZoneError
-	for _, f := range failed {
-		if c.mayHold(f.Zone) {
-			partial = append(partial, f)
-			continue
-		}
-		logf.FromContext(ctx).V(1).Info("A zone no Machine uses could not be listed; it is looked at again later", "zone", f.Zone, "error", f.Err.Error())
-	}
-	if len(partial) > 0 {
-		return out, &cloud.PartialListError{Failed: partial}
+	if len(failed) > 0 {
+		// Every zone that could not be read is named, also one no
+		// Machine is known to use: an orphan, or the server of a Machine
+		// whose spec moved to another zone, may be there, and nothing
+		// may take a server for absent from a zone it could not read.
+		// The Machines of the zones that answered go on (the View
+		// answers per zone).
+		return out, &cloud.PartialListError{Failed: failed}
 	}
 	return out, nil
 }
@@ -214,7 +210,7 @@ func (c *Client) server(d *instance) *cloud.Server {
 	if d.InstanceType != nil {
 		typeName = c.typeName(d.InstanceType.ID)
 	}
-	return toServer(d, typeName, c.privateIPs(string(d.ID)))
+	return toServer(d, typeName, c.privateIPMap(string(d.ID)))
 }
 
 // GetServer reads an instance by ID, in its zone if the client knows it,
@@ -331,7 +327,10 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 		ctx = cloud.WithRedaction(ctx, string(userData))
 	}
 	c.zones.used.add(p.Zone)
-	r, err := c.resolve(ctx, p, true)
+	// The catalogue, and whose the groups, networks, template and deploy
+	// target the spec names are: before anything is written (an
+	// anti-affinity group, the instance).
+	r, err := c.resolve(ctx, p, true, m.ClusterID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -442,7 +441,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	if len(r.networks) > 0 {
 		// This very call made the instance, with the Machine's labels:
 		// nothing to check before attaching it.
-		if err := c.attachNetworks(ctx, r.zone, d, r.networks, func(context.Context) error { return nil }); err != nil {
+		if err := c.attachNetworks(ctx, r.zone, d, r.networks, r.clusterID, func(context.Context) error { return nil }); err != nil {
 			// The instance exists: the create succeeded. The next
 			// SyncServer attaches what is missing.
 			cloud.Warn(ctx, "Attaching the private networks after the create failed; the next update retries", err, "instance", id)
@@ -471,25 +470,40 @@ func (c *Client) operationFailed(ctx context.Context, op *v3.Operation, what str
 
 // DeleteServer deletes the instance, then the provider's anti-affinity
 // groups it leaves empty. An instance already gone is no error. Only an
-// instance that carries the Machine's identity at that moment is deleted
-// (a *cloud.NotOwnedError otherwise, and nothing is sent): one whose record
-// s is a read sent for this delete (cloud.ProvenOwned: the list of the
-// Machines being deleted) and whose groups the client knows, or else read
-// again now.
-func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server) error {
+// instance that carries the Machine's identity at that moment, and that no
+// Node runs on (veto, asked with that record and, when a Node could run on
+// it by address, the leases of its private networks read then), is
+// deleted (a *cloud.NotOwnedError or the veto's error otherwise, and
+// nothing is sent). That record is s when s is a read sent for this delete
+// (cloud.ProvenOwned: the list of the Machines being deleted, which names
+// the instance's private networks as a read by ID does) and the client
+// knows the instance's groups; otherwise the instance is read again now.
+func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server, veto cloud.NodeVeto) error {
 	if s == nil || s.ID == "" {
 		return errors.New("exoscale: DeleteServer needs a server with an ID")
+	}
+	if veto == nil {
+		return cloud.ErrNoVeto
 	}
 	if err := checkRef(m); err != nil {
 		return err
 	}
 	// The fresh record names the instance's groups too.
-	var d *instance
+	var (
+		got *cloud.Server
+		d   *instance
+	)
 	if given := detailOf(s); given != nil && cloud.ProvenOwned(ctx, m, s) {
-		d = c.withGroups(given)
+		if d = c.withGroups(given); d != nil {
+			// The veto's read of the leases fills in the record it is
+			// given: the caller's stays as it was.
+			cp := *s
+			got = &cp
+		}
 	}
 	if d == nil {
-		got, err := c.GetServer(cloud.ProvingOwnership(ctx), s.ID)
+		var err error
+		got, err = c.GetServer(cloud.ProvingOwnership(ctx), s.ID)
 		if cloud.IsNotFound(err) {
 			c.forgetInstance(s.ID)
 			return nil
@@ -503,6 +517,9 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 		if d = detailOf(got); d == nil {
 			return fmt.Errorf("exoscale: instance %s has no record", s.ID)
 		}
+	}
+	if err := cloud.CheckVeto(ctx, veto, got, c.readLeases); err != nil {
+		return err
 	}
 	zc, err := c.zoneClient(ctx, d.Zone)
 	if err != nil {

@@ -155,14 +155,14 @@ func TestInstancesOfSeveralZones(t *testing.T) {
 	if _, err := x.c.GetServer(x.ctx, "6a1b4f6e-0000-4000-8000-000000000000"); !cloud.IsNotFound(err) {
 		t.Errorf("unknown instance: %v", err)
 	}
-	if err := x.c.DeleteServer(x.ctx, ref("worker-a"), a); err != nil {
+	if err := x.c.DeleteServer(x.ctx, ref("worker-a"), a, noNodes); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.c.DeleteServer(x.ctx, ref("worker-b"), b); err != nil {
+	if err := x.c.DeleteServer(x.ctx, ref("worker-b"), b, noNodes); err != nil {
 		t.Fatal(err)
 	}
 	// Deleting what is gone is no error.
-	if err := x.c.DeleteServer(x.ctx, ref("worker-b"), b); err != nil {
+	if err := x.c.DeleteServer(x.ctx, ref("worker-b"), b, noNodes); err != nil {
 		t.Fatal(err)
 	}
 	if n := x.emu.CountInstances(); n != 0 {
@@ -201,7 +201,7 @@ func TestSeventeenMachinesThreeGroups(t *testing.T) {
 		t.Errorf("groups %v, want %v", groups, want)
 	}
 	for i, s := range servers {
-		if err := x.c.DeleteServer(x.ctx, ref(machineName(i)), s); err != nil {
+		if err := x.c.DeleteServer(x.ctx, ref(machineName(i)), s, noNodes); err != nil {
 			t.Fatal(err)
 		}
 	}

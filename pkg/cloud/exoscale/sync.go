@@ -66,19 +66,20 @@ func (c *Client) SyncServer(ctx context.Context, m cloud.MachineRef, spec cloud.
 		errs = append(errs, err)
 	}
 	if d.Zone == p.Zone {
-		if err := c.attachSecurityGroups(ctx, p, d, owned); err != nil {
+		if err := c.attachSecurityGroups(ctx, m.ClusterID, p, d, owned); err != nil {
 			errs = append(errs, err)
 		}
 		if zc, err := c.zoneClient(ctx, d.Zone); err != nil {
 			errs = append(errs, err)
-		} else if err := c.attachNetworks(ctx, zc, d, networks, owned); err != nil {
+		} else if err := c.attachNetworks(ctx, zc, d, networks, m.ClusterID, owned); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if err := c.learnPrivateIPs(ctx, d); err != nil {
 		errs = append(errs, err)
 	}
-	s.Addresses = nodeAddresses(d, c.privateIPs(s.ID))
+	private := c.privateIPMap(s.ID)
+	s.Addresses, s.AddressesUnknown = nodeAddresses(d, private), unknownAddresses(d, private)
 	return drift, errors.Join(errs...)
 }
 
@@ -122,14 +123,15 @@ func (c *Client) drift(ctx context.Context, p *v1beta1.ExoscaleMachineProviderSp
 			drift = append(drift, "template")
 		}
 		for _, n := range p.PrivateNetworks {
-			id, err := lookup(ctx, c, c.networkList(p.Zone), c.listNetworks(zc), v1beta1.ResourceRef{ID: n.ID, Name: n.Name}, "privateNetworks", "private network", p.Zone,
+			found, err := lookupItem(ctx, c, c.networkList(p.Zone), c.listNetworks(zc), v1beta1.ResourceRef{ID: n.ID, Name: n.Name}, "privateNetworks", "private network", p.Zone,
 				func(pn v3.PrivateNetwork) (v3.UUID, string) { return pn.ID, pn.Name })
 			if err != nil {
 				networks = nil
 				break
 			}
-			found, _ := c.network(p.Zone, id)
-			networks = append(networks, resolvedNetwork{ID: id, IP: n.IP, Managed: len(found.StartIP) > 0})
+			cluster, mark := networkCluster(found)
+			networks = append(networks, resolvedNetwork{ID: found.ID, IP: n.IP, Managed: len(found.StartIP) > 0,
+				Ref: describe(n.ID, n.Name), Cluster: cluster, Mark: mark})
 		}
 	}
 	disk, known := c.knownDisk(string(d.ID))
@@ -187,16 +189,22 @@ func (c *Client) syncLabels(ctx context.Context, m cloud.MachineRef, p *v1beta1.
 }
 
 // attachSecurityGroups puts the instance into the spec's security groups
-// it is not in. Groups it is in besides are left: someone put it there.
-func (c *Client) attachSecurityGroups(ctx context.Context, p *v1beta1.ExoscaleMachineProviderSpec, d *instance, owned func(context.Context) error) error {
-	for _, ref := range p.SecurityGroups {
-		id, err := lookup(ctx, c, &c.securityGroups, c.listSecurityGroups, ref, "securityGroups", "security group", "",
+// it is not in, unless one carries another cluster's identity than
+// clusterID's (resources.go): then nothing is attached, and the field is
+// named. Groups it is in besides are left: someone put it there.
+func (c *Client) attachSecurityGroups(ctx context.Context, clusterID string, p *v1beta1.ExoscaleMachineProviderSpec, d *instance, owned func(context.Context) error) error {
+	for i, ref := range p.SecurityGroups {
+		g, err := lookupItem(ctx, c, &c.securityGroups, c.listSecurityGroups, ref, "securityGroups", "security group", "",
 			func(g v3.SecurityGroup) (v3.UUID, string) { return g.ID, g.Name })
 		if err != nil {
 			continue
 		}
+		id := g.ID
 		if slices.ContainsFunc(d.SecurityGroups, func(g v3.SecurityGroup) bool { return g.ID == id }) {
 			continue
+		}
+		if err := cloud.CheckResourceCluster(fmt.Sprintf("securityGroups[%d]", i), "security group", describe(ref.ID, ref.Name), markDescription, describedCluster(g.Description), clusterID); err != nil {
+			return err
 		}
 		if err := owned(ctx); err != nil {
 			return err
@@ -218,11 +226,15 @@ func (c *Client) attachSecurityGroups(ctx context.Context, p *v1beta1.ExoscaleMa
 }
 
 // attachNetworks attaches the instance to the networks it is not on, with
-// the spec's fixed address where there is one.
-func (c *Client) attachNetworks(ctx context.Context, zc *v3.Client, d *instance, networks []resolvedNetwork, owned func(context.Context) error) error {
+// the spec's fixed address where there is one; none that carries another
+// cluster's identity than clusterID's (resources.go).
+func (c *Client) attachNetworks(ctx context.Context, zc *v3.Client, d *instance, networks []resolvedNetwork, clusterID string, owned func(context.Context) error) error {
 	for i, n := range networks {
 		if slices.ContainsFunc(d.PrivateNetworks, func(have v3.InstancePrivateNetworks) bool { return have.ID == n.ID }) {
 			continue
+		}
+		if err := cloud.CheckResourceCluster(fmt.Sprintf("privateNetworks[%d]", i), "private network", n.Ref, n.Mark, n.Cluster, clusterID); err != nil {
+			return err
 		}
 		if err := owned(ctx); err != nil {
 			return err
@@ -293,27 +305,27 @@ func (c *Client) rememberPrivateIP(instanceID, networkID, ip string) {
 	c.addrs.m[instanceID][networkID] = ip
 }
 
+func (c *Client) forgetPrivateIP(instanceID, networkID string) {
+	c.addrs.mu.Lock()
+	defer c.addrs.mu.Unlock()
+	delete(c.addrs.m[instanceID], networkID)
+}
+
 func (c *Client) privateIPMap(instanceID string) map[string]string {
 	c.addrs.mu.Lock()
 	defer c.addrs.mu.Unlock()
 	return maps.Clone(c.addrs.m[instanceID])
 }
 
-// privateIPs are the instance's known private addresses.
-func (c *Client) privateIPs(instanceID string) []string {
-	var out []string
-	for _, ip := range c.privateIPMap(instanceID) {
-		if ip != "" {
-			out = append(out, ip)
-		}
-	}
-	return out
-}
-
 // learnPrivateIPs reads the leases of the instance's networks whose address
 // it does not know yet.
 func (c *Client) learnPrivateIPs(ctx context.Context, d *instance) error {
-	known := c.privateIPMap(string(d.ID))
+	return c.readPrivateIPs(ctx, d, c.privateIPMap(string(d.ID)))
+}
+
+// readPrivateIPs reads the leases of the instance's networks, but those
+// whose address known holds, and remembers them.
+func (c *Client) readPrivateIPs(ctx context.Context, d *instance, known map[string]string) error {
 	for _, n := range d.PrivateNetworks {
 		if _, ok := known[string(n.ID)]; ok {
 			continue
@@ -342,9 +354,40 @@ func (c *Client) learnPrivateIPs(ctx context.Context, d *instance) error {
 		if ip == "" && len(pn.StartIP) > 0 {
 			// A managed network that has not leased the address yet:
 			// look again next time.
+			c.forgetPrivateIP(string(d.ID), string(n.ID))
 			continue
 		}
 		c.rememberPrivateIP(string(d.ID), string(n.ID), ip)
 	}
+	return nil
+}
+
+// readLeases gives a fresh record of an instance every address its private
+// networks' leases say it has now (not what the client remembers): the
+// Node veto's read before a delete (cloud.CheckVeto).
+func (c *Client) readLeases(ctx context.Context, s *cloud.Server) error {
+	d := detailOf(s)
+	if d == nil {
+		return fmt.Errorf("exoscale: instance %s has no record", s.ID)
+	}
+	if err := c.readPrivateIPs(ctx, d, nil); err != nil {
+		return err
+	}
+	private := c.privateIPMap(s.ID)
+	s.Addresses, s.AddressesUnknown = nodeAddresses(d, private), unknownAddresses(d, private)
+	return nil
+}
+
+// ReadAddresses reads the instance again, and the leases of its private
+// networks (cloud.Client).
+func (c *Client) ReadAddresses(ctx context.Context, s *cloud.Server) error {
+	got, err := c.GetServer(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	if err := c.readLeases(ctx, got); err != nil {
+		return err
+	}
+	s.Addresses, s.AddressesUnknown = got.Addresses, got.AddressesUnknown
 	return nil
 }

@@ -1,6 +1,7 @@
 package exoscale
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -23,10 +24,11 @@ func TestLookupByIDSkipsAZoneThatIsDown(t *testing.T) {
 	if err := h.AddRule(harness.Rule{Route: "*", Zone: "de-fra-1", ErrorRate: 1, ErrorStatus: 503}); err != nil {
 		t.Fatal(err)
 	}
-	// The first list of the cluster sweeps every zone: de-fra-1 fails
-	// (quietly: no Machine uses it).
-	if _, err := x.c.ListServers(x.ctx, cloud.Selector{ClusterID: clusterID}); err != nil {
-		t.Fatal(err)
+	// The first list of the cluster sweeps every zone: de-fra-1 fails,
+	// and the list says so (zonelist_test.go).
+	var partial *cloud.PartialListError
+	if _, err := x.c.ListServers(x.ctx, cloud.Selector{ClusterID: clusterID}); !errors.As(err, &partial) || !partial.Has("de-fra-1") {
+		t.Fatalf("list: %v, want de-fra-1 named as not listed", err)
 	}
 	if x.c.zones.downNow("de-fra-1", x.c.now()) == nil {
 		t.Fatal("de-fra-1 is not down after its list failed")

@@ -41,7 +41,8 @@ import (
 // for one that does not have it).
 //
 // A zone whose earlier list failed is listed again too, once its wait is
-// over (below), until it answers.
+// over (below), until it answers; until then every list names it as one it
+// could not see.
 const fullSweepEvery = 10 * time.Minute
 
 // zoneSet is a set of zone names, safe for concurrent use.
@@ -77,11 +78,12 @@ func (s *zoneSet) list() []string {
 // that fails is left out of the following lists for a while (1 s, doubling
 // up to zoneMaxWait, or its Retry-After) and reported as failed meanwhile,
 // and a zone still not answering stragglerWait after every other zone has
-// answered is given up on for this list. A failed zone that may hold the
-// cluster's instances (a spec names it, or an instance was seen or made
-// there) makes the list a cloud.PartialListError, which degrades the
-// Machines of that zone only; one that cannot (a zone only a full sweep
-// looks at) is left out quietly, and the sweep is tried again.
+// answered is given up on for this list. Every failed zone makes the list
+// a cloud.PartialListError naming it, which degrades the Machines of that
+// zone only (and those whose zone is unknown): also a zone no Machine is
+// known to use (one only a full sweep looks at), as an orphan or a moved
+// Machine's instance may be there, and nothing may conclude that an
+// instance is absent from a zone that was not read.
 const (
 	zoneMinWait   = time.Second
 	zoneMaxWait   = time.Minute
@@ -207,13 +209,6 @@ func (r *zoneRouting) answered(zone string) {
 	r.mu.Lock()
 	delete(r.down, zone)
 	r.mu.Unlock()
-}
-
-// mayHold reports whether a cluster's instances may be in the zone: a spec
-// this process parsed names it, or this client made, found or was asked
-// about an instance there.
-func (c *Client) mayHold(zone string) bool {
-	return slices.Contains(c.cloud.zones.list(), zone) || slices.Contains(c.zones.used.list(), zone)
 }
 
 func (r *zoneRouting) seen(id, zone string) {

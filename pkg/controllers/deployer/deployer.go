@@ -142,8 +142,11 @@ type Options struct {
 	// which the machine-api-operator's manifests create and bind on every
 	// platform.
 	ServiceAccount string
-	// CloudscaleAPIURL is handed to the provider when set.
-	CloudscaleAPIURL string
+	// CloudscaleAPIURL and ExoscaleAPIEndpoint are handed to the provider
+	// when set (Spec). They are the deployer's own options, never keys of
+	// ManagerConfigMap: the default credentials go where they point.
+	CloudscaleAPIURL    string
+	ExoscaleAPIEndpoint string
 	// Cloud and ProviderEnv configure the provider for another cloud than
 	// cloudscale.ch (see Spec). Cloud names the Deployment
 	// (DeploymentName).
@@ -221,6 +224,11 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 	}
 	if err := checkCloud(opts.Cloud); err != nil {
 		return nil, fmt.Errorf("deployer: %w", err)
+	}
+	for _, e := range opts.ProviderEnv {
+		if (e.Name == envCloudscaleAPIURL && opts.CloudscaleAPIURL != "") || (e.Name == envExoscaleAPIEndpoint && opts.ExoscaleAPIEndpoint != "") {
+			return nil, fmt.Errorf("deployer: the provider's environment names %s, and so does the endpoint option: give one", e.Name)
+		}
 	}
 	if reader == nil {
 		reader = c
@@ -426,6 +434,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		TokenSecret:               r.opts.TokenSecret,
 		ServiceAccount:            r.opts.ServiceAccount,
 		CloudscaleAPIURL:          r.opts.CloudscaleAPIURL,
+		ExoscaleAPIEndpoint:       r.opts.ExoscaleAPIEndpoint,
 		WithoutMachineHealthCheck: r.opts.WithoutMachineHealthCheck,
 		Cloud:                     r.opts.Cloud,
 		ProviderEnv:               r.opts.ProviderEnv,
@@ -435,7 +444,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		ClusterID:                 clusterID,
 		TLSArgs:                   tlsArgs,
 	}
-	managerConfig, valid, configReason, configMessage, err := r.managerConfig(ctx, machineContainer(spec).Args)
+	// The Deployment as it is now, read from the API server itself: the
+	// write below is conditional on it (stop.go), and what it says (a
+	// scale to 0, the flags it runs with) decides what is written.
+	current, err := r.currentDeployment(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	managerConfig, valid, configReason, configMessage, err := r.managerConfig(ctx, machineContainer(spec).Args, current)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -444,17 +460,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if valid {
 		configCond.Status = metav1.ConditionTrue
 	}
-	current, err := r.currentDeployment(ctx)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	stopped, stopCond, err := r.stopState(ctx, current)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	spec.Stopped, spec.StopSwitch = stopped, stopCond.Reason == ReasonStopSwitch
 	d := Deployment(spec)
-	if err := r.apply(ctx, d); err != nil {
+	if err := r.apply(ctx, d, current); err != nil {
+		if apierrors.IsConflict(err) {
+			// Changed since it was read (an `oc scale`): read again
+			// and decide again, rather than write over it.
+			log.FromContext(ctx).V(1).Info("The Deployment changed since it was read; reconciling again", "deployment", d.Name)
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
 		if rerr := r.reportOnly(ctx, false, ReasonApplyFailed, fmt.Sprintf("applying Deployment %s/%s: %v", ns, d.Name, err)); rerr != nil {
 			log.FromContext(ctx).Error(rerr, "Writing the status failed")
 		}
@@ -486,7 +504,9 @@ func (r *Reconciler) standBack(ctx context.Context, reason, why string) error {
 	case ours.Labels[ManagedByLabel] != ManagedByValue:
 		msg += fmt.Sprintf("; a Deployment %s not labelled %s=%s is left alone", name, ManagedByLabel, ManagedByValue)
 	case ours.DeletionTimestamp.IsZero():
-		if err := r.client.Delete(ctx, ours, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		// the Deployment read, none other (a new one made since)
+		if err := r.client.Delete(ctx, ours, client.PropagationPolicy(metav1.DeletePropagationBackground),
+			client.Preconditions{UID: &ours.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Deployment %s/%s: %w", ns, name, err)
 		}
 		deleted = true
@@ -503,9 +523,21 @@ func (r *Reconciler) standBack(ctx context.Context, reason, why string) error {
 	return nil
 }
 
+// conflictRetry is how soon a reconcile whose write found the Deployment
+// changed since it was read runs again.
+const conflictRetry = 100 * time.Millisecond
+
 // apply applies d server-side, taking over any field another manager
-// changed.
-func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment) error {
+// changed, on condition that the Deployment is still current (its
+// resourceVersion; nil: there was none): a Deployment changed since it was
+// read is a Conflict, and nothing is written. Forced ownership alone would
+// write over an `oc scale --replicas=0` that came between the read and the
+// write, and start the controllers someone had just stopped.
+func (r *Reconciler) apply(ctx context.Context, d *appsv1.Deployment, current *appsv1.Deployment) error {
+	d = d.DeepCopy()
+	if current != nil {
+		d.ResourceVersion = current.ResourceVersion
+	}
 	ac, err := deploymentApplyConfiguration(d)
 	if err != nil {
 		return err

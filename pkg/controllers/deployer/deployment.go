@@ -72,9 +72,11 @@ type Spec struct {
 	TokenSecret string
 	// ServiceAccount the pods run as.
 	ServiceAccount string
-	// CloudscaleAPIURL, when set, points the provider at another API (the
-	// emulator in a demo).
-	CloudscaleAPIURL string
+	// CloudscaleAPIURL and ExoscaleAPIEndpoint, when set, point the
+	// provider at another API (the emulator in a demo): the deployer's own
+	// options, the one way to name them on a cluster (ReservedManagerFlags).
+	CloudscaleAPIURL    string
+	ExoscaleAPIEndpoint string
 	// WithoutMachineHealthCheck leaves out the machine-healthcheck
 	// controller and its metrics proxy.
 	WithoutMachineHealthCheck bool
@@ -110,6 +112,13 @@ type Spec struct {
 	// (Intermediate).
 	TLSArgs []string
 }
+
+// The provider's environment variables of the API endpoints, which its
+// manager's flags default to (cmd/machine-api-provider, manager.go).
+const (
+	envCloudscaleAPIURL    = "CLOUDSCALE_API_URL"
+	envExoscaleAPIEndpoint = "EXOSCALE_API_ENDPOINT"
+)
 
 // DefaultCloud is the cloud of a Spec or Options without one: the
 // manager's default.
@@ -415,7 +424,10 @@ func machineContainer(s Spec) corev1.Container {
 		},
 	}
 	if s.CloudscaleAPIURL != "" {
-		env = append(env, corev1.EnvVar{Name: "CLOUDSCALE_API_URL", Value: s.CloudscaleAPIURL})
+		env = append(env, corev1.EnvVar{Name: envCloudscaleAPIURL, Value: s.CloudscaleAPIURL})
+	}
+	if s.ExoscaleAPIEndpoint != "" {
+		env = append(env, corev1.EnvVar{Name: envExoscaleAPIEndpoint, Value: s.ExoscaleAPIEndpoint})
 	}
 	// the cluster-wide proxy, for the calls to the cloud's API
 	env = append(env, s.Proxy.env(s.ProviderEnv)...)

@@ -285,6 +285,13 @@ func TestDeploymentOptions(t *testing.T) {
 	if !slices.ContainsFunc(mc.Env, func(e corev1.EnvVar) bool { return e.Name == "CLOUDSCALE_API_URL" && e.Value == s.CloudscaleAPIURL }) {
 		t.Errorf("env = %v, want CLOUDSCALE_API_URL", mc.Env)
 	}
+	s.Cloud, s.CloudscaleAPIURL, s.ExoscaleAPIEndpoint = "exoscale", "", "http://emulator:8383/v2"
+	mc = findContainer(t, Deployment(s).Spec.Template.Spec.Containers, "machine-controller")
+	if !slices.ContainsFunc(mc.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "EXOSCALE_API_ENDPOINT" && e.Value == s.ExoscaleAPIEndpoint
+	}) {
+		t.Errorf("env = %v, want EXOSCALE_API_ENDPOINT", mc.Env)
+	}
 	for _, c := range ps.Containers[:3] {
 		if v, _ := argValue(c.Args, "--namespace"); v != "elsewhere" {
 			t.Errorf("%s: --namespace=%q", c.Name, v)

@@ -24,6 +24,14 @@ package deployer
 // checks: after an upgrade that dropped or changed a flag it may not, and
 // then the manager runs with its defaults, which the condition says.
 // Deleting the ConfigMap (or a key) returns the manager to its defaults.
+//
+// Whoever may write a ConfigMap of the namespace may not choose where the
+// manager sends its credentials: the cloud API endpoints are reserved
+// (the deployer's own --cloudscale-api-url and --exoscale-api-endpoint),
+// and a Deployment that ran with one from the ConfigMap before is rolled
+// without it, which the condition says. No value of the ConfigMap is ever
+// quoted into the condition, an event or a log line: the messages name
+// keys and the rule a value breaks.
 
 import (
 	"context"
@@ -74,6 +82,42 @@ var ReservedManagerFlags = map[string]string{
 	"default-credentials-secret": "the deployer's --credentials-secret",
 	"kubeconfig":                 "the controllers use their service account",
 	"cluster-id":                 "the Infrastructure's infrastructureName, the cluster's identity: the provider acts for no other cluster",
+	// Where the manager sends the default credentials and every create's
+	// user data: only the deployer's own options (its flags, which the
+	// installation sets) may name it, never a namespace's ConfigMap.
+	"cloudscale-api-url":    endpointReserved("--cloudscale-api-url"),
+	"exoscale-api-endpoint": endpointReserved("--exoscale-api-endpoint"),
+}
+
+// endpointNote says, for each API endpoint key of the ConfigMap cm, which
+// API the manager calls instead: as long as the key is there, the
+// condition says where the manager's calls go ("" for none).
+func (r *Reconciler) endpointNote(cm *corev1.ConfigMap) string {
+	if cm == nil {
+		return ""
+	}
+	note := ""
+	for _, ep := range []struct{ key, api, own string }{
+		{"cloudscale-api-url", "cloudscale.ch", r.opts.CloudscaleAPIURL},
+		{"exoscale-api-endpoint", "Exoscale", r.opts.ExoscaleAPIEndpoint},
+	} {
+		if _, set := cm.Data[ep.key]; !set {
+			continue
+		}
+		where := "the real one (the deployer's --" + ep.key + " names no other)"
+		if ep.own != "" {
+			where = "the one the deployer's --" + ep.key + " names"
+		}
+		note += fmt.Sprintf("; the manager calls the %s API at %s, never the ConfigMap's %s", ep.api, where, ep.key)
+	}
+	return note
+}
+
+// endpointReserved says why a cloud API endpoint is no key of the
+// ConfigMap: flag is the deployer's own flag that sets it.
+func endpointReserved(flag string) string {
+	return "the manager sends its default credentials and every server's user data there, so only the deployer's own " + flag +
+		" names it (docs/operations.md, Settings on a cluster); whoever may write this ConfigMap must not choose where they go"
 }
 
 // ManagerConfig is the manager's flags a ConfigMap sets, by flag name.
@@ -88,17 +132,20 @@ func (c ManagerConfig) Args() []string {
 	return args
 }
 
-// String lists the flags for messages: "cloud-api-qps=20, sync-period=5m";
-// "no flags".
+// String names the flags for messages, without their values:
+// "--cloud-api-qps, --sync-period"; "no flags". A ConfigMap's value is
+// never quoted into a condition, an event or a log line: one pasted in
+// the wrong place may be a secret, and any may be hostile text.
 func (c ManagerConfig) String() string {
 	if len(c) == 0 {
 		return "no flags"
 	}
-	var kv []string
-	for _, k := range slices.Sorted(maps.Keys(c)) {
-		kv = append(kv, k+"="+c[k])
-	}
-	return strings.Join(kv, ", ")
+	return flagNames(slices.Sorted(maps.Keys(c)))
+}
+
+// flagNames names the keys as flags: "--a, --b".
+func flagNames(keys []string) string {
+	return "--" + strings.Join(keys, ", --")
 }
 
 // parseManagerConfig reads the flags of cm (nil: none) and checks them
@@ -127,33 +174,36 @@ func parseManagerConfig(cm *corev1.ConfigMap, base []string, check func([]string
 		return nil, fmt.Errorf("this deployer cannot check the manager's flags (no CheckManagerArgs): none is taken")
 	}
 	if err := check(append(slices.Clone(base), c.Args()...)); err != nil {
-		// by the keys alone: a value under a key the manager does not
-		// know (a token pasted in the wrong place) must reach no status,
-		// event or log line; the manager's own error names a bad value
-		// of a flag it knows
-		return nil, fmt.Errorf("the manager would refuse --%s: %w", strings.Join(slices.Sorted(maps.Keys(c)), ", --"), err)
+		// by the keys alone: no value reaches a status, event or log
+		// line (String); CheckManagerArgs names the key and the rule it
+		// breaks, never the value
+		return nil, fmt.Errorf("the manager would refuse %s: %w", c, err)
 	}
 	return c, nil
 }
 
 // appliedManagerConfig reads the flags a Deployment runs with from its
-// annotations; none without the annotation.
-func appliedManagerConfig(annotations map[string]string) ManagerConfig {
+// annotations (none without the annotation), and names those it drops
+// because the deployer sets them itself: a hand-edited annotation never
+// smuggles a reserved flag in, and a flag reserved since the release that
+// applied it (an API endpoint) is no longer kept.
+func appliedManagerConfig(annotations map[string]string) (ManagerConfig, []string) {
 	raw := annotations[ManagerConfigAnnotation]
 	if raw == "" {
-		return nil
+		return nil, nil
 	}
 	var c ManagerConfig
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
-		return nil
+		return nil, nil
 	}
-	for k := range c {
+	var dropped []string
+	for _, k := range slices.Sorted(maps.Keys(c)) {
 		if _, reserved := ReservedManagerFlags[k]; reserved {
-			// a hand-edited annotation never smuggles a reserved flag in
 			delete(c, k)
+			dropped = append(dropped, k)
 		}
 	}
-	return c
+	return c, dropped
 }
 
 // checkKept checks flags a Deployment ran with, as parseManagerConfig
@@ -168,16 +218,16 @@ func checkKept(kept ManagerConfig, base []string, check func([]string) error) er
 	}
 	if err := check(append(slices.Clone(base), kept.Args()...)); err != nil {
 		// by the keys alone, as parseManagerConfig
-		return fmt.Errorf("the manager would refuse --%s: %w", strings.Join(slices.Sorted(maps.Keys(kept)), ", --"), err)
+		return fmt.Errorf("the manager would refuse %s: %w", kept, err)
 	}
 	return nil
 }
 
 // managerConfig returns the manager's flags to apply and the
 // ManagerConfigValid condition: the ConfigMap's when they pass, otherwise
-// those the Deployment runs with. It emits a Warning event on the
-// ConfigMap when it refuses it.
-func (r *Reconciler) managerConfig(ctx context.Context, base []string) (ManagerConfig, bool, string, string, error) {
+// those the Deployment runs with (current, nil when there is none). It
+// emits a Warning event on the ConfigMap when it refuses it.
+func (r *Reconciler) managerConfig(ctx context.Context, base []string, current *appsv1.Deployment) (ManagerConfig, bool, string, string, error) {
 	ns := r.opts.Namespace
 	cm := &corev1.ConfigMap{}
 	err := r.managerConfigReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ManagerConfigMap}, cm)
@@ -196,15 +246,19 @@ func (r *Reconciler) managerConfig(ctx context.Context, base []string) (ManagerC
 		return c, true, ReasonConfigApplied, msg, nil
 	}
 	var kept ManagerConfig
-	d := &appsv1.Deployment{}
-	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: r.deploymentName()}, d); {
-	case err == nil:
-		kept = appliedManagerConfig(d.Annotations)
-	case !apierrors.IsNotFound(err):
-		return nil, false, "", "", err
+	var dropped []string
+	if current != nil {
+		kept, dropped = appliedManagerConfig(current.Annotations)
 	}
 	refused := fmt.Sprintf("ConfigMap %s/%s refused: %v", ns, ManagerConfigMap, perr)
 	msg := fmt.Sprintf("%s; the manager keeps running with %s", refused, kept)
+	if len(dropped) > 0 {
+		// Said, not done silently: a cluster that set an API endpoint
+		// in the ConfigMap before it was reserved now calls the one the
+		// deployer names (the real API without).
+		msg += fmt.Sprintf(", without %s, which it ran with before: the deployer sets it itself now", flagNames(dropped))
+	}
+	msg += r.endpointNote(cm)
 	_, conds, serr := readStatus(ctx, r.reader, ns)
 	prev := meta.FindStatusCondition(conds, ConditionManagerConfigValid)
 	fellBack := refused + "; the flags the manager ran with"

@@ -18,7 +18,10 @@ package deployer
 //
 //   - `oc scale --replicas=0` of the Deployment: the deployer leaves a
 //     Deployment someone scaled to 0 at 0 (any other count is set back to
-//     1), until someone scales it up again.
+//     1), until someone scales it up again. Its every write to the
+//     Deployment is conditional on the Deployment it read
+//     (its resourceVersion, Reconciler.apply): a reconcile that read it
+//     before a scale never writes after it, so the scale is never undone.
 //
 // Stopping deletes nothing: Machines, their servers and their Nodes stay as
 // they are, and what the controllers would have done meanwhile (a
@@ -95,10 +98,13 @@ func (r *Reconciler) watchStop(mgr ctrl.Manager, b *builder.Builder, toKey handl
 	return b.WatchesRawSource(source.Kind[client.Object](c, &corev1.ConfigMap{}, toKey)), nil
 }
 
-// currentDeployment is our Deployment as it is, nil when there is none.
+// currentDeployment is our Deployment as it is, nil when there is none,
+// read from the API server, not the cache: the cache may not have the
+// latest scale yet, and the write that follows is conditional on what was
+// read (Reconciler.apply), so a stale read would only cost a conflict.
 func (r *Reconciler) currentDeployment(ctx context.Context) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: r.opts.Namespace, Name: r.deploymentName()}, d)
+	err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.opts.Namespace, Name: r.deploymentName()}, d)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -100,13 +100,17 @@ func TestNodeByNameAndAddressVetoesAnOrphansDeletion(t *testing.T) {
 	if !strings.Contains(events, "OrphanNotDeleted") || !strings.Contains(events, "Node worker-ffff (by name and address)") {
 		t.Errorf("events %q, want an OrphanNotDeleted naming the Node", events)
 	}
-	// Once the Node is gone, it goes.
+	// Once the Node is gone, it goes, after a full grace without it.
 	if err := e.Client.Delete(ctx, node); err != nil {
 		t.Fatal(err)
 	}
+	if rep, err = j.Sweep(ctx); err != nil || len(rep.OrphansDeleted) != 0 {
+		t.Fatalf("deleted %v (%v) at the first sweep without its Node", rep.OrphansDeleted, err)
+	}
+	e.clock.add(janitor.MinDeleteOrphansAfter)
 	rep, err = j.Sweep(ctx)
 	if err != nil || len(rep.OrphansDeleted) != 1 || e.exists(t, id) {
-		t.Errorf("deleted %v (%v), want the orphan once no Node runs on it", rep.OrphansDeleted, err)
+		t.Errorf("deleted %v (%v), want the orphan once no Node ran on it for the grace", rep.OrphansDeleted, err)
 	}
 }
 

@@ -9,14 +9,29 @@
 //     Machine (orphans): a metric, an event and a log line with the server's
 //     ID, and an entry in the orphan record (pkg/orphans);
 //   - when enabled, deletes orphans after a grace period, never one a Node
-//     runs on (pkg/nodes: by provider ID, or by name and address) and never
-//     a server without the provider's identity.
+//     runs on (pkg/nodes: by provider ID, or by name and every address the
+//     server has, read right before the delete) and never a server without
+//     the provider's identity.
+//
+// The grace counts from the last moment nothing vetoed, as this janitor saw
+// it: a Node that runs on the orphan restarts it at every sweep, so a
+// server once vetoed is deleted only after a full grace with no Node at
+// all (not at the first sweep its Node object is missing for a minute: `oc
+// delete node` before a reboot, a re-registration). The clock is the
+// janitor's own, in memory: the orphan record (a ConfigMap anyone who may
+// write ConfigMaps of the namespace can change) can lengthen the grace
+// (its since), never shorten it. A restart or a new leader starts the
+// clock again.
 //
 // It sweeps one cluster: the one the provider is pinned to (Options.
 // ClusterID, the Infrastructure's infrastructureName), whatever the labels
 // of Machines or MachineSets say; views of other clusters an account may
-// hold are dropped. Servers an adoption is taking over (pkg/orphans,
-// Adoptions) are no orphans while it runs.
+// hold are dropped. Servers in the adoption record (pkg/orphans,
+// Adoptions) are no orphans: those an adoption is taking over until their
+// entry expires (then the janitor removes it, with an event), those left
+// alone (adopt's --leave-role and misfits, servers uninstall or adopt
+// --undo released) for good. Every entry that leaves a record goes with an
+// event saying why.
 //
 // It runs on the leader only.
 package janitor
@@ -101,6 +116,10 @@ type Janitor struct {
 	vetoed map[string]string
 	// swept is when the last sweep ended, by the wall clock (listAge).
 	swept time.Time
+	// clear is, per orphan it may delete, when this janitor first saw it
+	// with no Node vetoing, since when none has: the grace counts from
+	// there (or from the record's since, if later).
+	clear map[string]time.Time
 }
 
 var (
@@ -129,7 +148,7 @@ func New(c client.Client, accounts *cloud.Accounts, registry *orphans.Registry, 
 	if now == nil {
 		now = time.Now
 	}
-	return &Janitor{client: c, accounts: accounts, orphans: registry, o: o, now: now, vetoed: map[string]string{}}, nil
+	return &Janitor{client: c, accounts: accounts, orphans: registry, o: o, now: now, vetoed: map[string]string{}, clear: map[string]time.Time{}}, nil
 }
 
 // NeedLeaderElection: only the leader sweeps.
@@ -156,6 +175,9 @@ type Report struct {
 	Orphans        []orphans.Orphan
 	OrphansDeleted []string
 	GroupsDeleted  []string
+	// LeftAlone are the servers with the cluster's identity and no Machine
+	// that the adoption record says are left alone: no orphans.
+	LeftAlone []string
 }
 
 // Sweep looks at every account and cluster once.
@@ -175,10 +197,20 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	adopting, err := j.o.Adoptions.List(ctx)
+	adopting, err := j.adoptions(ctx)
 	if err != nil {
 		return rep, err
 	}
+	watched := map[string]bool{}
+	defer func() {
+		// The clock of an orphan not seen deletable and clear in this
+		// sweep starts again.
+		for id := range j.clear {
+			if !watched[id] {
+				delete(j.clear, id)
+			}
+		}
+	}()
 	var firstErr error
 	keep := func(err error) {
 		if err != nil && firstErr == nil {
@@ -212,8 +244,11 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 				if s.ClusterID != cluster || machines[s.Machine] || j.now().Sub(s.CreatedAt) < j.o.OrphanMinAge {
 					continue
 				}
-				if _, ok := adopting[s.ID]; ok {
-					// On its way to a Machine.
+				if a, ok := adopting[s.ID]; ok {
+					// On its way to a Machine, or left alone.
+					if a.LeftAlone != "" {
+						rep.LeftAlone = append(rep.LeftAlone, s.ID)
+					}
 					continue
 				}
 				reason := fmt.Sprintf("it is tagged as Machine %q's, which does not exist", s.Machine)
@@ -233,21 +268,35 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 			// What the record says of this account and cluster, checked
 			// against what the cloud shows now.
 			var gone []string
+			forget := func(o orphans.Orphan, why string) {
+				gone = append(gone, o.ServerID)
+				if why == "" {
+					return
+				}
+				j.o.Log.Info("orphan server forgotten", "server", o.ServerID, "name", o.ServerName, "cluster", o.ClusterID, "reason", why)
+				j.orphans.Event(ctx, corev1.EventTypeNormal, "OrphanForgotten", fmt.Sprintf("%s server %s (%s) of cluster %s is no orphan any more: %s",
+					cloudName, o.ServerID, o.ServerName, o.ClusterID, why))
+			}
+			byID := map[string]*cloud.Server{}
+			for i := range servers {
+				byID[servers[i].ID] = &servers[i]
+			}
 			for _, o := range append(recorded, added...) {
 				if o.ClusterID != cluster || o.Account != account {
 					continue
 				}
-				if !present[o.ServerID] {
+				srv := byID[o.ServerID]
+				if srv == nil {
 					// A list need not show every server: a zone did not
 					// answer, or the list left out a zone no Machine uses
 					// (Exoscale lists those only now and then). Only the
 					// cloud's answer about the server itself says it is
 					// gone; forgetting it would restart its time to
 					// deletion.
-					_, err := acc.Client.GetServer(ctx, o.ServerID)
+					got, err := acc.Client.GetServer(ctx, o.ServerID)
 					switch {
 					case cloud.IsNotFound(err):
-						gone = append(gone, o.ServerID)
+						forget(o, "the server is gone")
 						continue
 					case err != nil:
 						keep(err)
@@ -255,20 +304,27 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 						rep.Orphans = append(rep.Orphans, o)
 						continue
 					}
+					srv = got
 				}
-				if _, ok := adopting[o.ServerID]; ok || machines[o.Machine] {
-					// A Machine of that name exists again, or an
-					// adoption takes the server over: not an orphan.
-					gone = append(gone, o.ServerID)
+				if a, ok := adopting[o.ServerID]; ok {
+					why := "an adoption is taking it over (the adoption record)"
+					if a.LeftAlone != "" {
+						why = "it is left alone (the adoption record): " + a.LeftAlone
+					}
+					forget(o, why)
+					continue
+				}
+				if machines[o.Machine] {
+					forget(o, fmt.Sprintf("Machine %q exists (again)", o.Machine))
 					continue
 				}
 				seen[o.ServerID] = true
 				rep.Orphans = append(rep.Orphans, o)
-				if deleted, err := j.maybeDelete(ctx, acc, view, o, ix); err != nil {
+				if deleted, err := j.maybeDelete(ctx, acc, view, o, srv, ix, watched); err != nil {
 					keep(err)
 				} else if deleted {
 					rep.OrphansDeleted = append(rep.OrphansDeleted, o.ServerID)
-					gone = append(gone, o.ServerID)
+					forget(o, "")
 				}
 			}
 			keep(j.orphans.Forget(ctx, gone...))
@@ -308,57 +364,142 @@ func (j *Janitor) listAge() time.Duration {
 	return min(j.o.Interval, time.Since(j.swept))
 }
 
-// maybeDelete deletes an orphan past DeleteOrphansAfter, if it carries a
-// Machine's identity of the cluster and no Node runs on it (ix).
-func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *cloud.View, o orphans.Orphan, ix *nodes.Index) (bool, error) {
-	if j.o.DeleteOrphansAfter <= 0 || o.Machine == "" || o.ClusterID != j.o.ClusterID || j.now().Sub(o.Since) < j.o.DeleteOrphansAfter {
+// maybeDelete deletes an orphan past its grace, if it carries a Machine's
+// identity of the cluster and no Node runs on it (ix). Its grace counts
+// from the last sweep at which a Node vetoed, as this janitor saw it
+// (clear), or from the record's since when that is later; srv is the
+// server as the sweep found it, read again by the delete. watched collects
+// the orphans whose clock runs.
+func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *cloud.View, o orphans.Orphan, srv *cloud.Server, ix *nodes.Index, watched map[string]bool) (bool, error) {
+	if j.o.DeleteOrphansAfter <= 0 || o.Machine == "" || o.ClusterID != j.o.ClusterID {
 		return false, nil
 	}
 	cloudName := j.accounts.Cloud().Name()
-	// This read is the delete's own (cloud.DeleteDecided): the delete
-	// below needs no other.
-	ctx = cloud.DeleteDecided(ctx, time.Now())
-	srv, err := acc.Client.GetServer(cloud.ProvingOwnership(ctx), o.ServerID)
-	if cloud.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
 	ref := cloud.MachineRef{Name: o.Machine, ClusterID: o.ClusterID}
-	if cloud.CheckOwned(ref, srv) != nil {
+	veto := nodes.Veto{Index: ix}
+	if on, err := j.vetoes(ctx, acc, veto, srv); err != nil {
+		return false, err
+	} else if len(on) > 0 {
+		j.refused(ctx, o, on)
 		return false, nil
 	}
-	if on := ix.On(*srv); len(on) > 0 {
-		// Never a server a Node runs on, whatever its tags say: a node
-		// no Machine describes yet (an adoption to come, a node left
-		// alone by one, a cluster without a cloud controller manager).
-		if d := nodes.Describe(on); j.vetoed[o.ServerID] != d {
-			j.vetoed[o.ServerID] = d
-			j.o.Log.Info("orphan server not deleted: a Node runs on it", "server", o.ServerID, "nodes", d)
-			j.orphans.Event(ctx, corev1.EventTypeWarning, "OrphanNotDeleted", fmt.Sprintf("%s orphan server %s (%s) of cluster %s is not deleted: %s runs on it",
-				cloudName, o.ServerID, o.ServerName, o.ClusterID, d))
-		}
+	watched[o.ServerID] = true
+	now := j.now()
+	from, ok := j.clear[o.ServerID]
+	if !ok {
+		from = now
+		j.clear[o.ServerID] = from
+	}
+	if o.Since.After(from) {
+		// The record's since may lengthen the grace, never shorten it.
+		from = o.Since
+	}
+	if now.Sub(from) < j.o.DeleteOrphansAfter {
 		return false, nil
 	}
-	delete(j.vetoed, o.ServerID)
-	err = acc.Client.DeleteServer(ctx, ref, srv)
+	err := acc.Client.DeleteServer(ctx, ref, srv, veto)
+	var vetoed *nodes.VetoedError
 	var notOwned *cloud.NotOwnedError
-	if errors.As(err, &notOwned) {
+	switch {
+	case errors.As(err, &vetoed):
+		// A Node came, or an address read right before the delete
+		// showed one: the grace starts again.
+		delete(j.clear, o.ServerID)
+		delete(watched, o.ServerID)
+		j.refused(ctx, o, vetoed.Nodes)
+		return false, nil
+	case errors.As(err, &notOwned):
 		// Its tags changed between the two reads: no longer an orphan
 		// of this cluster's.
 		j.o.Log.Info("orphan server not deleted: its identity changed", "server", o.ServerID, "reason", err.Error())
 		return false, nil
-	}
-	if err != nil {
+	case err != nil:
 		return false, err
 	}
+	delete(j.vetoed, o.ServerID)
+	delete(j.clear, o.ServerID)
 	view.Deleted(o.ServerID)
 	metrics.OrphanDeleted(cloudName)
-	j.o.Log.Info("deleted orphan server", "server", o.ServerID, "name", o.ServerName, "cluster", o.ClusterID, "orphanSince", o.Since)
-	j.orphans.Event(ctx, corev1.EventTypeWarning, "OrphanDeleted", fmt.Sprintf("Deleted %s orphan server %s (%s) of cluster %s, an orphan since %s",
-		cloudName, o.ServerID, o.ServerName, o.ClusterID, o.Since.Format(time.RFC3339)))
+	j.o.Log.Info("deleted orphan server", "server", o.ServerID, "name", o.ServerName, "cluster", o.ClusterID, "orphanSince", o.Since, "clearSince", from)
+	j.orphans.Event(ctx, corev1.EventTypeWarning, "OrphanDeleted", fmt.Sprintf("Deleted %s orphan server %s (%s) of cluster %s, an orphan since %s, with no Node on it since %s",
+		cloudName, o.ServerID, o.ServerName, o.ClusterID, o.Since.Format(time.RFC3339), from.Format(time.RFC3339)))
 	return true, nil
+}
+
+// vetoes are the Nodes that run on the orphan (pkg/nodes), at every sweep:
+// a veto restarts its grace. What the sweep's list says decides when it
+// can: a Node by provider ID, or by name and an address the list has, or
+// no Node of its name at all. Only when a Node of its name could run on it
+// by an address the list lacks (an Exoscale instance's private addresses)
+// are its addresses read now.
+func (j *Janitor) vetoes(ctx context.Context, acc *cloud.Account, veto nodes.Veto, srv *cloud.Server) ([]nodes.Match, error) {
+	on := veto.Index.Vetoes(*srv)
+	for _, m := range on {
+		if m.By != nodes.ByNameOnly {
+			return on, nil
+		}
+	}
+	if len(on) == 0 {
+		return nil, nil
+	}
+	fresh := *srv
+	if err := acc.Client.ReadAddresses(ctx, &fresh); err != nil {
+		return nil, err
+	}
+	return veto.Index.Vetoes(fresh), nil
+}
+
+// refused reports an orphan kept because Nodes run on it: once per change
+// of the Nodes.
+func (j *Janitor) refused(ctx context.Context, o orphans.Orphan, on []nodes.Match) {
+	d := nodes.Describe(on)
+	if j.vetoed[o.ServerID] == d {
+		return
+	}
+	j.vetoed[o.ServerID] = d
+	// Never a server a Node runs on, whatever its tags say: a node no
+	// Machine describes yet (an adoption to come, a node left alone by
+	// one, a cluster without a cloud controller manager).
+	j.o.Log.Info("orphan server not deleted: a Node runs on it", "server", o.ServerID, "nodes", d)
+	j.orphans.Event(ctx, corev1.EventTypeWarning, "OrphanNotDeleted", fmt.Sprintf("%s orphan server %s (%s) of cluster %s is not deleted: %s runs on it; its grace starts again once no Node does",
+		j.accounts.Cloud().Name(), o.ServerID, o.ServerName, o.ClusterID, d))
+}
+
+// adoptions are the entries of the adoption record that keep servers from
+// orphan reporting now. Expired adoptions under way are removed first, each
+// with an event: their servers count as orphans again.
+func (j *Janitor) adoptions(ctx context.Context) (map[string]orphans.Adoption, error) {
+	if j.o.Adoptions == nil {
+		return nil, nil
+	}
+	expired, err := j.o.Adoptions.Expire(ctx, j.now())
+	if err != nil {
+		return nil, err
+	}
+	cloudName := j.accounts.Cloud().Name()
+	var record *corev1.ConfigMap
+	if len(expired) > 0 {
+		if record, err = j.o.Adoptions.Get(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range expired {
+		j.o.Log.Info("adoption record expired", "server", a.ServerID, "name", a.ServerName, "since", a.Since, "expires", a.ExpiresAt())
+		j.orphans.EventOn(record, corev1.EventTypeWarning, "AdoptionRecordExpired", fmt.Sprintf(
+			"%s server %s (%s) was recorded as being adopted since %s and the adoption was not completed or renewed by %s: it counts as an orphan again unless it has a Machine. Run `machine-api-provider adopt --apply` again to resume the adoption",
+			cloudName, a.ServerID, a.ServerName, a.Since.Format(time.RFC3339), a.ExpiresAt().Format(time.RFC3339)))
+	}
+	all, err := j.o.Adoptions.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := j.now()
+	for id, a := range all {
+		if !a.Active(now) {
+			delete(all, id)
+		}
+	}
+	return all, nil
 }
 
 // machines are the names of the Machines of the cluster (those whose label

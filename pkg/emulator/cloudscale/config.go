@@ -1,6 +1,7 @@
 package cloudscale
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
@@ -35,6 +36,11 @@ type Config struct {
 
 	// CustomImages are present from the start, as if imported earlier.
 	CustomImages []CustomImageSeed
+
+	// ImageClient downloads the images of custom-image imports; nil is a
+	// plain client with a 30-minute timeout. A client whose transport is
+	// an imagefetch.Mirror imports without a network.
+	ImageClient *http.Client
 
 	// Faults are the fault-injection rules in force at start; Seed makes
 	// their dice reproducible.

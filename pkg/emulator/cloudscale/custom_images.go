@@ -1,8 +1,12 @@
 package cloudscale
 
 import (
+	"context"
+	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 )
 
 func (e *Emulator) seedCustomImage(s CustomImageSeed) {
@@ -61,7 +65,7 @@ func (e *Emulator) updateCustomImage(c *call) reply {
 		}
 	}
 	if set["slug"] {
-		if other := e.world.customImageBySlug(req.Slug); other != nil && other != img {
+		if other := e.world.customImageBySlug(req.Slug); (other != nil && other != img) || (other == nil && e.world.slugTaken(req.Slug)) {
 			return invalid("slug", "Another custom image has the slug %q.", req.Slug)
 		}
 	}
@@ -109,8 +113,15 @@ type importRequest struct {
 	Tags             *map[string]string `json:"tags"`
 }
 
-// createImport pretends to download the image: the import is "in_progress"
-// for the boot time, then "success". Nothing is fetched from the URL.
+// sourceFormats are the formats an import may name (the vendor's Terraform
+// provider and SDK suite use raw; the OpenShift install guides qcow2).
+var sourceFormats = []string{"raw", "qcow2"}
+
+// createImport starts an import: the image is downloaded from the URL (by
+// Config.ImageClient), and the import is "in_progress" until the download
+// has ended and the processing time (BootTime) has passed; then "success",
+// and the custom image, with the file's checksums and the size it needs,
+// is listed; or "failed" with the reason in error_message, and no image.
 func (e *Emulator) createImport(c *call) reply {
 	var req importRequest
 	if r := c.decode(&req); r != nil {
@@ -129,7 +140,13 @@ func (e *Emulator) createImport(c *call) reply {
 	if r := checkUserDataHandling(req.UserDataHandling); r != nil {
 		return *r
 	}
-	if req.Slug != "" && e.world.customImageBySlug(req.Slug) != nil {
+	if req.SourceFormat == "" {
+		req.SourceFormat = "raw"
+	}
+	if !contains(sourceFormats, req.SourceFormat) {
+		return invalid("source_format", "Must be one of: %s.", strings.Join(sourceFormats, ", "))
+	}
+	if req.Slug != "" && e.world.slugTaken(req.Slug) {
 		return invalid("slug", "Another custom image has the slug %q.", req.Slug)
 	}
 	if len(req.Zones) == 0 {
@@ -143,26 +160,73 @@ func (e *Emulator) createImport(c *call) reply {
 	if req.FirmwareType == "" {
 		req.FirmwareType = "bios"
 	}
+	if req.FirmwareType != "bios" && req.FirmwareType != "uefi" {
+		return invalid("firmware_type", "Must be \"bios\" or \"uefi\".")
+	}
 	if r := validTags(req.Tags); r != nil {
 		return *r
 	}
 	img := &customImage{
-		meta: e.newMeta(tagsOrEmpty(req.Tags)), Name: req.Name, Slug: req.Slug, SizeGB: 10, UserDataHandling: req.UserDataHandling,
+		meta: e.newMeta(tagsOrEmpty(req.Tags)), Name: req.Name, Slug: req.Slug, UserDataHandling: req.UserDataHandling,
 		FirmwareType: req.FirmwareType, Zones: req.Zones, Checksums: map[string]string{},
 	}
 	if img.Slug == "" {
 		img.Slug = strings.ToLower(strings.ReplaceAll(req.Name, " ", "-"))
 	}
-	e.world.CustomImages[img.UUID] = img
+	e.world.Importing[img.UUID] = img
 	// The real API gives an import the UUID of the image it makes.
-	imp := &customImageImport{meta: e.newMeta(tagsOrEmpty(req.Tags)), URL: req.URL, CustomImage: img.UUID, Status: "success"}
-	imp.UUID = img.UUID
-	if e.cfg.BootTime > 0 {
-		imp.Status, imp.Pending = "in_progress", &pending{To: "success", At: c.now.Add(e.cfg.BootTime)}
+	imp := &customImageImport{
+		meta: e.newMeta(tagsOrEmpty(req.Tags)), URL: req.URL, SourceFormat: req.SourceFormat, CustomImage: img.UUID,
+		Status: "in_progress", Pending: &pending{To: "success", At: c.now.Add(e.cfg.BootTime)},
 	}
+	imp.UUID = img.UUID
 	e.world.Imports[imp.UUID] = imp
+	e.startFetch(imp)
 	return created(e.renderImport(c, imp))
 }
+
+// slugTaken: a listed image or one being imported has the slug.
+func (w *world) slugTaken(slug string) bool {
+	if w.customImageBySlug(slug) != nil {
+		return true
+	}
+	for _, img := range w.Importing {
+		if img.Slug == slug {
+			return true
+		}
+	}
+	return false
+}
+
+// startFetch downloads the import's image in the background and records
+// what it found; the import ends at the next request after that (settle).
+func (e *Emulator) startFetch(imp *customImageImport) {
+	id, src, format := imp.UUID, imp.URL, imp.SourceFormat
+	go func() {
+		res := imagefetch.Fetch(context.Background(), e.cfg.ImageClient, src)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		imp := e.world.Imports[id]
+		if imp == nil {
+			return
+		}
+		imp.Fetched = true
+		switch {
+		case res.Err != nil:
+			imp.FetchError = res.Err.Error()
+		case res.Format != format:
+			imp.FetchError = fmt.Sprintf("The image is not in the %s format (it is %s).", format, res.Format)
+		}
+		if img := e.world.Importing[id]; img != nil && imp.FetchError == "" {
+			img.Checksums = map[string]string{"md5": res.MD5, "sha256": res.SHA256}
+			img.SizeGB = int((res.VirtualSize + gib - 1) / gib)
+			img.SizeGB = max(img.SizeGB, 1)
+		}
+		e.saveLocked()
+	}()
+}
+
+const gib = 1 << 30
 
 func (e *Emulator) listImports(c *call) reply {
 	return list(c, e.world.Imports, func(*customImageImport) string { return "" }, e.renderImport)
@@ -171,6 +235,8 @@ func (e *Emulator) listImports(c *call) reply {
 func (e *Emulator) renderImport(c *call, imp *customImageImport) map[string]any {
 	stub := map[string]string{"href": c.href("custom-images", imp.CustomImage), "uuid": imp.CustomImage, "name": ""}
 	if img := e.world.CustomImages[imp.CustomImage]; img != nil {
+		stub["name"] = img.Name
+	} else if img := e.world.Importing[imp.CustomImage]; img != nil {
 		stub["name"] = img.Name
 	}
 	return map[string]any{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,8 @@ type Emulator struct {
 	now     func() time.Time
 	// tokens are Config.Tokens, or those SetTokens gave since.
 	tokens atomic.Pointer[map[string]Access]
+	// patterns are the API's routes, as handle registered them.
+	patterns []string
 
 	mu    sync.Mutex
 	world *world
@@ -57,6 +60,12 @@ func New(cfg Config) (*Emulator, error) {
 			e.seedCustomImage(s)
 		}
 	}
+	// Imports under way when the state was saved download again.
+	for _, imp := range e.world.Imports {
+		if imp.Status == "in_progress" && !imp.Fetched {
+			e.startFetch(imp)
+		}
+	}
 	mux := http.NewServeMux()
 	e.routes(mux)
 	h, err := harness.New(mux, harness.Options{
@@ -76,8 +85,12 @@ func New(cfg Config) (*Emulator, error) {
 	return e, nil
 }
 
-// Harness gives access to fault injection and request counters.
+// Harness gives access to fault injection, request counters and the
+// audit of every write.
 func (e *Emulator) Harness() *harness.Harness { return e.harness }
+
+// Routes lists the routes of the emulated API, "METHOD /v1/pattern".
+func (e *Emulator) Routes() []string { return slices.Clone(e.patterns) }
 
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.harness.ServeHTTP(w, r) }
 

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 )
 
 // call is one API request being answered, under the world lock.
@@ -48,26 +50,61 @@ func (r reply) failed() bool { return r.status >= 300 }
 type handler func(c *call) reply
 
 // handle registers a route. Every route goes through auth, settles pending
-// status changes first and, after a successful write, saves the state.
+// status changes first, is audited when it writes and, after a successful
+// write, saves the state.
 func (e *Emulator) handle(mux *http.ServeMux, pattern string, h handler) {
 	write := !strings.HasPrefix(pattern, "GET ")
+	e.patterns = append(e.patterns, pattern)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if rep, allowed := e.authorize(r, write); !allowed {
+		rep, allowed := e.authorize(r, write)
+		if !allowed && rep.status == http.StatusUnauthorized {
+			// No credentials the account knows: nobody to audit.
 			writeReply(w, rep)
 			return
 		}
 		e.mu.Lock()
 		now := e.now()
 		e.world.settle(now)
-		rep := h(&call{r: r, now: now, base: baseURL(r)})
-		if write && !rep.failed() && e.cfg.StateFile != "" {
-			if err := saveState(e.cfg.StateFile, e.world); err != nil {
-				log.Printf("cloudscale emulator: saving state: %v", err)
-			}
+		c := &call{r: r, now: now, base: baseURL(r)}
+		var audit *harness.AuditWrite
+		if write {
+			// Every write is audited here, before the handler changes
+			// anything: the one place every route passes through.
+			audit = e.harness.BeginWrite(e.world, r, harness.WriteOf{
+				Route: pattern, Caller: harness.CallerToken(bearer(r)), Target: c.id(), Body: harness.PeekBody(r),
+			})
+		}
+		if allowed {
+			rep = h(c)
+		}
+		if write && !rep.failed() {
+			e.saveLocked()
+		}
+		if audit != nil {
+			audit.End(e.world, rep.status)
 		}
 		e.mu.Unlock()
 		writeReply(w, rep)
 	})
+}
+
+// saveLocked writes the state file, if there is one; e.mu is held.
+func (e *Emulator) saveLocked() {
+	if e.cfg.StateFile == "" {
+		return
+	}
+	if err := saveState(e.cfg.StateFile, e.world); err != nil {
+		log.Printf("cloudscale emulator: saving state: %v", err)
+	}
+}
+
+// bearer is the request's API token, "" for none.
+func bearer(r *http.Request) string {
+	token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !found {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }
 
 func baseURL(r *http.Request) string {
@@ -94,9 +131,8 @@ func writeReply(w http.ResponseWriter, rep reply) {
 }
 
 func (e *Emulator) authorize(r *http.Request, write bool) (reply, bool) {
-	token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	token = strings.TrimSpace(token)
-	if !found || token == "" {
+	token := bearer(r)
+	if token == "" {
 		return detail(http.StatusUnauthorized, "Authentication credentials were not provided."), false
 	}
 	tokens := *e.tokens.Load()

@@ -15,6 +15,8 @@ type ServerInfo struct {
 	PrivateIPs, PublicIPs []string
 	// UserData as the client sent it.
 	UserData string
+	// Image is what it booted: a public image's slug or custom:<slug>.
+	Image string
 }
 
 // Servers returns the servers of the account, oldest first.
@@ -28,7 +30,7 @@ func (e *Emulator) Servers() []ServerInfo {
 		for k, v := range s.Tags {
 			tags[k] = v
 		}
-		info := ServerInfo{UUID: s.UUID, Name: s.Name, Status: s.Status, Zone: s.Zone, Flavor: s.Flavor, Tags: tags, UserData: s.UserData}
+		info := ServerInfo{UUID: s.UUID, Name: s.Name, Status: s.Status, Zone: s.Zone, Flavor: s.Flavor, Tags: tags, UserData: s.UserData, Image: s.Image}
 		if f := findFlavor(s.Flavor); f != nil {
 			info.VCPUs, info.MemoryGB = f.VCPUCount, f.MemoryGB
 			if f.GPU != nil {
@@ -48,6 +50,19 @@ func (e *Emulator) Servers() []ServerInfo {
 			}
 		}
 		out = append(out, info)
+	}
+	return out
+}
+
+// CustomImageSlugs are the slugs of the account's custom images (imported
+// ones, not those being imported), oldest first.
+func (e *Emulator) CustomImageSlugs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.world.settle(e.now())
+	out := []string{}
+	for _, img := range sorted(e.world.CustomImages) {
+		out = append(out, img.Slug)
 	}
 	return out
 }

@@ -18,6 +18,9 @@ type world struct {
 	FloatingIPs  map[string]*floatingIP        `json:"floating_ips"`
 	CustomImages map[string]*customImage       `json:"custom_images"`
 	Imports      map[string]*customImageImport `json:"custom_image_imports"`
+	// Importing are the custom images of imports under way: the API lists
+	// an image only once its import succeeded.
+	Importing map[string]*customImage `json:"importing_custom_images"`
 	// NextPublic numbers public addresses handed out, never reused.
 	NextPublic int `json:"next_public"`
 }
@@ -33,6 +36,7 @@ func newWorld() *world {
 		FloatingIPs:  map[string]*floatingIP{},
 		CustomImages: map[string]*customImage{},
 		Imports:      map[string]*customImageImport{},
+		Importing:    map[string]*customImage{},
 	}
 }
 
@@ -153,10 +157,15 @@ type customImage struct {
 type customImageImport struct {
 	meta
 	URL          string   `json:"url"`
+	SourceFormat string   `json:"source_format"`
 	CustomImage  string   `json:"custom_image"`
 	Status       string   `json:"status"`
 	ErrorMessage string   `json:"error_message"`
 	Pending      *pending `json:"pending,omitempty"`
+	// Fetched is set when the download ended; FetchError says why it
+	// failed ("" when it did not).
+	Fetched    bool   `json:"fetched,omitempty"`
+	FetchError string `json:"fetch_error,omitempty"`
 }
 
 // sorted returns the values of m in creation order, as the real API lists them.
@@ -190,8 +199,23 @@ func (w *world) settle(now time.Time) {
 		}
 	}
 	for _, imp := range w.Imports {
-		if imp.Pending != nil && !now.Before(imp.Pending.At) {
-			imp.Status, imp.Pending = imp.Pending.To, nil
+		// An import ends when its download has and its processing time
+		// has passed: the image appears, or the import fails and no image
+		// is left.
+		if imp.Pending == nil || now.Before(imp.Pending.At) || !imp.Fetched {
+			continue
 		}
+		imp.Pending = nil
+		img := w.Importing[imp.CustomImage]
+		delete(w.Importing, imp.CustomImage)
+		if imp.FetchError != "" || img == nil {
+			imp.Status, imp.ErrorMessage = "failed", imp.FetchError
+			if imp.ErrorMessage == "" {
+				imp.ErrorMessage = "The custom image was deleted while it was imported."
+			}
+			continue
+		}
+		imp.Status = "success"
+		w.CustomImages[img.UUID] = img
 	}
 }

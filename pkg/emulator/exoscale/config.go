@@ -1,6 +1,7 @@
 package exoscale
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
@@ -31,6 +32,11 @@ type Config struct {
 	// StateFile, when set, is loaded at start and rewritten atomically after
 	// every change, so the emulated world survives a restart.
 	StateFile string
+
+	// ImageClient downloads the files of template registrations; nil is a
+	// plain client with a 30-minute timeout. A client whose transport is
+	// an imagefetch.Mirror registers without a network.
+	ImageClient *http.Client
 
 	// Templates are private templates present from the start, as if
 	// registered earlier (a new world only: a loaded state file keeps its

@@ -106,6 +106,14 @@ func New(cfg Config) (*Emulator, error) {
 		}
 	}
 
+	// Registrations under way when the state was saved download again.
+	for name, a := range e.world.Accounts {
+		for _, op := range a.Operations {
+			if t := a.Templates[op.Ref]; op.Fetching && t != nil {
+				e.startFetch(name, op.ID, t.ID, t.URL, t.Checksum, false)
+			}
+		}
+	}
 	e.router = e.routes()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", e.serveAPI)

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 )
 
 // maxBody bounds what a request may carry: user data is at most 32 KiB of
@@ -110,9 +112,22 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 
 	e.mu.Lock()
+	// Every write is audited here, before the handler looks at anything:
+	// the one place every route passes through.
+	audit := func() *harness.AuditWrite {
+		if !rt.write || c.conf == nil {
+			return nil
+		}
+		return e.harness.BeginWrite(e.world.Accounts[c.conf.Name], r, harness.WriteOf{
+			Route: rt.Name(), Caller: harness.CallerKey(c.conf.Key), Target: pathObject(params), Body: body, Skip: auditSkip,
+		})
+	}
 	if c.conf != nil && c.conf.Policy != nil && !c.conf.Policy.allows(rt.operation) {
 		// The role is checked before anything is looked at.
 		e.refused(c.conf.Key, rt.operation)
+		if a := audit(); a != nil {
+			a.End(e.world.Accounts[c.conf.Name], http.StatusForbidden)
+		}
 		e.mu.Unlock()
 		writeReply(w, forbidden())
 		return
@@ -122,14 +137,39 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if c.conf != nil {
 		c.acct = e.world.Accounts[c.conf.Name]
 	}
+	a := audit()
 	rep := rt.h(c)
-	if rt.write && !rep.failed() && e.cfg.StateFile != "" {
-		if err := saveState(e.cfg.StateFile, e.world); err != nil {
-			log.Printf("exoscale emulator: saving state: %v", err)
-		}
+	if rt.write && !rep.failed() {
+		e.saveLocked()
+	}
+	if a != nil {
+		a.End(c.acct, rep.status)
 	}
 	e.mu.Unlock()
 	writeReply(w, rep)
+}
+
+// saveLocked writes the state file, if there is one; e.mu is held.
+func (e *Emulator) saveLocked() {
+	if e.cfg.StateFile == "" {
+		return
+	}
+	if err := saveState(e.cfg.StateFile, e.world); err != nil {
+		log.Printf("exoscale emulator: saving state: %v", err)
+	}
+}
+
+// auditSkip are the account's collections the audit leaves out: the
+// operations are the API's bookkeeping of writes, not objects anyone owns.
+var auditSkip = []string{"operations"}
+
+// pathObject is the object a route's path names: its ID, or the name of
+// an SSH key (keyed by name).
+func pathObject(params map[string]string) string {
+	if id := params["id"]; id != "" {
+		return id
+	}
+	return params["name"]
 }
 
 // authenticate finds the account whose key signed the request and checks

@@ -251,7 +251,7 @@ func (e *Emulator) settleAccount(a *account, now time.Time) {
 			delete(a.Operations, id)
 			continue
 		}
-		if op.State != "pending" || now.Before(op.DoneAt) {
+		if op.State != "pending" || now.Before(op.DoneAt) || op.Fetching {
 			continue
 		}
 		if op.Failure == nil {

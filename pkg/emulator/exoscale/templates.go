@@ -1,18 +1,25 @@
 package exoscale
 
 import (
+	"context"
 	"crypto/md5"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
+
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 )
 
 // Public templates are Exoscale's, listed in every zone; private ones are an
 // account's, registered in one zone (from a URL and its MD5 checksum, as
-// RHCOS is uploaded) and copied to others. The emulator downloads nothing:
-// a registration succeeds after the operation time, unless an
-// OperationFailure says otherwise.
+// RHCOS is uploaded) and copied to others. A registration downloads the
+// file (Config.ImageClient) and stays pending until the download has ended
+// and the operation time has passed; it fails when the file cannot be
+// fetched or its MD5 is not the checksum given (or an OperationFailure
+// says so), and the template is gone then. Without a size the template
+// needs the disk a qcow2's header names.
 
 var templateFields = map[string]fieldDoc{
 	"name":             {"Template name", "a String of 1 to 255 characters"},
@@ -107,8 +114,7 @@ func (e *Emulator) registerTemplate(c *call) reply {
 		SSHKeyEnabled:   *req.SSHKeyEnabled,
 		PasswordEnabled: *req.PasswordEnabled,
 		BootMode:        "legacy",
-		// Without a size the emulator, which downloads nothing, assumes a
-		// 10 GiB image, the size of Exoscale's own.
+		// until the download says (the size of Exoscale's own)
 		Size:         10 * gib,
 		AppSnapshots: req.AppSnapshots != nil && *req.AppSnapshots,
 	}
@@ -127,7 +133,45 @@ func (e *Emulator) registerTemplate(c *call) reply {
 		t.Size = *req.Size
 	}
 	c.acct.Templates[t.ID] = t
-	return c.opReply(c.operation("register-template", "template", t.ID, c.now))
+	op := c.operation("register-template", "template", t.ID, c.now)
+	// An injected failure decides without a download.
+	if op.Failure == nil {
+		op.Fetching = true
+		e.startFetch(c.acct.Name, op.ID, t.ID, t.URL, t.Checksum, req.Size == nil)
+	}
+	return c.opReply(op)
+}
+
+// startFetch downloads a registration's file in the background and
+// records the outcome on its operation, which then ends at its time.
+func (e *Emulator) startFetch(acct, opID, tplID, src, checksum string, sizeFromFile bool) {
+	go func() {
+		res := imagefetch.Fetch(context.Background(), e.cfg.ImageClient, src)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		a := e.world.Accounts[acct]
+		if a == nil || a.Operations[opID] == nil {
+			return
+		}
+		op := a.Operations[opID]
+		op.Fetching = false
+		fail := func(msg string) {
+			if op.Failure == nil {
+				op.Failure = &opFailure{Reason: "incorrect", Message: msg}
+			}
+		}
+		switch {
+		case res.Err != nil:
+			fail(fmt.Sprintf("template %s could not be downloaded from %s: %v", tplID, src, res.Err))
+		case !strings.EqualFold(res.MD5, checksum):
+			fail(fmt.Sprintf("template %s: checksum mismatch: the file at %s has MD5 %s, not %s", tplID, src, res.MD5, strings.ToLower(checksum)))
+		case sizeFromFile:
+			if t := a.Templates[tplID]; t != nil {
+				t.Size = res.VirtualSize
+			}
+		}
+		e.saveLocked()
+	}()
 }
 
 func validURL(s string) bool {

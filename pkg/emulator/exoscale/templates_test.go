@@ -1,6 +1,10 @@
 package exoscale_test
 
 import (
+	"crypto/md5"
+	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +12,7 @@ import (
 	v3 "github.com/exoscale/egoscale/v3"
 
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 )
 
 func TestPublicTemplates(t *testing.T) {
@@ -77,14 +82,21 @@ func TestSeededRHCOSTemplate(t *testing.T) {
 	}
 }
 
+// mirrored is a client downloading the files of m, without a network.
+func mirrored(m imagefetch.Mirror) *http.Client { return &http.Client{Transport: m} }
+
+func md5hex(b []byte) string { return fmt.Sprintf("%x", md5.Sum(b)) }
+
 func TestRegisterTemplate(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, emu.Config{OperationTime: 2 * time.Second, Templates: []emu.TemplateSeed{}})
+	image := imagefetch.FakeQCOW2(16<<30, "rhcos-4.20")
+	files := imagefetch.Mirror{"https://mirror.example/rhcos-4.20-exoscale.qcow2": image}
+	v := newEnv(t, emu.Config{OperationTime: 2 * time.Second, Templates: []emu.TemplateSeed{}, ImageClient: mirrored(files)})
 	c := v.client
 	req := v3.RegisterTemplateRequest{
 		Name:            "rhcos-4.20",
 		URL:             "https://mirror.example/rhcos-4.20-exoscale.qcow2",
-		Checksum:        "0123456789abcdef0123456789abcdef",
+		Checksum:        md5hex(image),
 		SSHKeyEnabled:   ptr(true),
 		PasswordEnabled: ptr(false),
 		BootMode:        v3.RegisterTemplateRequestBootModeUefi,
@@ -102,7 +114,7 @@ func TestRegisterTemplate(t *testing.T) {
 		t.Fatalf("registered template %+v, %v", tpl, err)
 	}
 	v.clock.Advance(2 * time.Second)
-	v.opState(c, op, v3.OperationStateSuccess)
+	v.waitOp(c, op, v3.OperationStateSuccess)
 
 	// Disks must fit it: 20 GiB.
 	inst := instanceReq("too-small")
@@ -155,8 +167,64 @@ func TestRegisterTemplate(t *testing.T) {
 	}
 
 	// A template quota.
-	q := newEnv(t, emu.Config{Templates: []emu.TemplateSeed{}, Accounts: []emu.Account{{Name: "q", Key: "k", Secret: "s", Quotas: map[string]int64{"template": 1}}}})
+	q := newEnv(t, emu.Config{Templates: []emu.TemplateSeed{}, ImageClient: mirrored(files), Accounts: []emu.Account{{Name: "q", Key: "k", Secret: "s", Quotas: map[string]int64{"template": 1}}}})
 	q.op(q.client.RegisterTemplate(q.ctx, req))
 	_, err = q.client.RegisterTemplate(q.ctx, req)
 	wantContains(t, apiError(t, err, v3.ErrForbidden), "Quota exceeded for template")
+}
+
+// waitOp follows an operation until it is no longer pending (a template's
+// file downloads in real time), at most a minute, and asserts its state.
+func (v *env) waitOp(c *v3.Client, op *v3.Operation, want v3.OperationState) *v3.Operation {
+	v.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, err := c.GetOperation(v.ctx, op.ID)
+		if err != nil {
+			v.t.Fatal(err)
+		}
+		if got.State != v3.OperationStatePending || time.Now().After(deadline) {
+			return v.opState(c, op, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A registration downloads the file: it stays pending until the download
+// has ended; a file that is not there, or whose MD5 is not the checksum
+// given, fails the registration with the reason, and no template is left.
+// Without a size, a disk must fit the qcow2's virtual size.
+func TestRegisterTemplateDownloads(t *testing.T) {
+	t.Parallel()
+	image := imagefetch.FakeQCOW2(24<<30, "rhcos-9.6")
+	files := imagefetch.Mirror{"https://mirror.example/rhcos.qcow2": image}
+	v := newEnv(t, emu.Config{Templates: []emu.TemplateSeed{}, ImageClient: mirrored(files)})
+	c := v.client
+	register := func(url, checksum string) *v3.Operation {
+		return v.op(c.RegisterTemplate(v.ctx, v3.RegisterTemplateRequest{
+			Name: "rhcos", URL: url, Checksum: checksum, SSHKeyEnabled: ptr(true), PasswordEnabled: ptr(false),
+			BootMode: v3.RegisterTemplateRequestBootModeUefi, DefaultUser: "core",
+		}))
+	}
+	ok := v.waitOp(c, register("https://mirror.example/rhcos.qcow2", strings.ToUpper(md5hex(image))), v3.OperationStateSuccess)
+	tpl, err := c.GetTemplate(v.ctx, ok.Reference.ID)
+	if err != nil || tpl.Size != 24<<30 || tpl.BootMode != v3.TemplateBootModeUefi || tpl.DefaultUser != "core" {
+		t.Fatalf("registered %+v, %v", tpl, err)
+	}
+	for name, tc := range map[string]struct{ url, checksum, msg string }{
+		"checksum mismatch": {"https://mirror.example/rhcos.qcow2", "0123456789abcdef0123456789abcdef", "checksum mismatch: the file at https://mirror.example/rhcos.qcow2 has MD5 " + md5hex(image) + ", not 0123456789abcdef0123456789abcdef"},
+		"missing file":      {"https://mirror.example/gone.qcow2", md5hex(image), "Expected HTTP 200, got HTTP 404"},
+	} {
+		op := v.waitOp(c, register(tc.url, tc.checksum), v3.OperationStateFailure)
+		if op.Reason != v3.OperationReasonIncorrect || !strings.Contains(op.Message, tc.msg) {
+			t.Errorf("%s: reason %q, message %q", name, op.Reason, op.Message)
+		}
+		if _, err := c.GetTemplate(v.ctx, op.Reference.ID); !errors.Is(err, v3.ErrNotFound) {
+			t.Errorf("%s: the failed template is there: %v", name, err)
+		}
+	}
+	private, err := c.ListTemplates(v.ctx, v3.ListTemplatesWithVisibility(v3.ListTemplatesVisibilityPrivate))
+	if err != nil || len(private.Templates) != 1 {
+		t.Fatalf("private templates after the failures: %+v, %v", private, err)
+	}
 }

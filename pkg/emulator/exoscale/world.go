@@ -217,8 +217,11 @@ type operation struct {
 	State   string     `json:"state"`
 	DoneAt  time.Time  `json:"done_at"`
 	Failure *opFailure `json:"failure,omitempty"`
-	Reason  string     `json:"reason,omitempty"`
-	Message string     `json:"message,omitempty"`
+	// Fetching holds the operation pending while its file downloads (a
+	// template's registration).
+	Fetching bool   `json:"fetching,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
 }
 
 type opFailure struct {

@@ -14,6 +14,7 @@ import (
 //	DELETE /_emulator/faults    remove all rules
 //	GET    /_emulator/requests  request counts by route
 //	DELETE /_emulator/requests  reset the request counts
+//	GET    /_emulator/writes    the audit of every write (audit.go)
 func (h *Harness) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	reply := func(status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -61,7 +62,9 @@ func (h *Harness) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	case "DELETE requests":
 		h.ResetRequests()
 		w.WriteHeader(http.StatusNoContent)
+	case "GET writes":
+		reply(http.StatusOK, map[string]any{"writes": h.audit.Writes()})
 	default:
-		reply(http.StatusNotFound, map[string]string{"error": "unknown admin endpoint; see " + AdminPrefix + "faults and " + AdminPrefix + "requests"})
+		reply(http.StatusNotFound, map[string]string{"error": "unknown admin endpoint; see " + AdminPrefix + "faults, " + AdminPrefix + "requests and " + AdminPrefix + "writes"})
 	}
 }

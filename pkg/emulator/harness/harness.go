@@ -72,6 +72,9 @@ type Harness struct {
 	rules  []*Rule
 	rng    *rand.Rand
 	counts map[string]int64
+
+	// audit records every write the emulated API answers (audit.go).
+	audit Audit
 }
 
 // New mounts api, whose routes must be registered with a method
