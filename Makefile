@@ -102,7 +102,7 @@ $(BIN_DIR)/machine-api-provider:
 LOCAL_CCM := $(BIN_DIR)/cloud-controller-manager
 .PHONY: $(LOCAL_CCM)
 $(LOCAL_CCM):
-	$(GO) build -o $@ ./pkg/localcluster/ccm/cloud-controller-manager
+	CGO_ENABLED=0 $(GO) build -o $@ ./pkg/localcluster/ccm/cloud-controller-manager
 
 # The official cloudscale.ch SDK's own integration tests against the emulator
 # (test/conformance lists which of them must pass, and why the others can't),
@@ -125,6 +125,8 @@ BENCH_SIZES       ?= 100
 BENCH_RUNS        ?= 1
 BENCH_CLOUD_LIMIT ?=
 comma             := ,
+empty             :=
+space             := $(empty) $(empty)
 BENCH_CLOUDS       = $(if $(filter command line environment,$(origin CLOUD)),$(CLOUD),cloudscale$(comma)exoscale)
 BENCH_ENV          = BENCH_RUNS=$(BENCH_RUNS) CLOUD=$(BENCH_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR)
 .PHONY: bench
@@ -176,12 +178,71 @@ emulator: build
 # The whole autoscaling loop on this machine, with a live progress view; the
 # cluster stays up for exploring until Ctrl-C (bin/machine-api-provider demo --help).
 # CLOUD=cloudscale (the default) or CLOUD=exoscale picks the emulated cloud.
+# The local control plane is Linux's (its pods are chrooted: root, or an
+# unprivileged user namespace): hack/demo-preflight.sh says within a second,
+# before any tool is built, whether this machine can run it and what to do
+# instead. Elsewhere (macOS) with Docker or Podman, make demo runs the demo's
+# container image (make demo-container).
 CLOUD      ?=
 DEMO_FLAGS ?=
-.PHONY: demo
-demo: tools build $(LOCAL_CCM)
-	@echo "make demo: the first run builds the control plane, the cluster-autoscaler and its operator into bin/ (minutes); later runs start at once."
+.PHONY: demo demo-here
+demo:
+	@rc=0; hack/demo-preflight.sh || rc=$$?; \
+	case $$rc in \
+	0) $(MAKE) --no-print-directory demo-here ;; \
+	2) $(MAKE) --no-print-directory demo-container ;; \
+	*) exit 1 ;; \
+	esac
+
+demo-here: tools build $(LOCAL_CCM)
+	@echo "make demo: the first run builds the control plane, the cluster-autoscaler and its operator into bin/ (about 15 minutes on 2 cores); later runs start at once."
 	$(BIN_DIR)/machine-api-provider demo --bin-dir $(BIN_DIR) --cloud $(or $(CLOUD),cloudscale) $(DEMO_FLAGS)
+
+# The demo in a container, for machines that cannot run the local control
+# plane themselves (macOS; Linux without root or user namespaces): its
+# image, built like the provider's (hack/image, no container engine), holds
+# the tools of make tools for linux/DEMO_IMAGE_ARCH (static), the openshift/api
+# CRDs, and the provider's static binary as the entrypoint (demo --keep=false).
+# It runs as root with --privileged (the pods are chrooted into network
+# namespaces of their own). On a Linux machine of that architecture the tools
+# are bin/'s; otherwise (macOS, or DEMO_IMAGE_ARCH=arm64 on amd64) make
+# cross-builds them once into _output/demo-image/linux-<arch>/bin (as long as
+# make tools). test/demoimage (make e2e) runs the image's entrypoint as its
+# config says, chrooted into its unpacked layers.
+DEMO_IMAGE      ?= machine-api-provider-demo:latest
+DEMO_IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+DEMO_IMAGE_TAR  := $(OUTPUT_DIR)/machine-api-provider-demo.oci.tar
+DEMO_IMAGE_BIN  := $(OUTPUT_DIR)/image/$(DEMO_IMAGE_ARCH)/machine-api-provider
+GOHOSTOS        := $(shell $(GO) env GOHOSTOS)
+GOHOSTARCH      := $(shell $(GO) env GOHOSTARCH)
+DEMO_TOOLS_DIR  ?= $(if $(and $(filter linux,$(GOHOSTOS)),$(filter $(DEMO_IMAGE_ARCH),$(GOHOSTARCH))),$(BIN_DIR),$(OUTPUT_DIR)/demo-image/linux-$(DEMO_IMAGE_ARCH)/bin)
+# What the demo runs from its --bin-dir (pkg/demo, pkg/localcluster).
+DEMO_TOOLS      := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwok-stages.yaml \
+	cluster-autoscaler cluster-autoscaler-operator cluster-autoscaler-operator-manifests cloud-controller-manager
+DEMO_ENGINE     ?= $(shell command -v docker >/dev/null 2>&1 && echo docker || { command -v podman >/dev/null 2>&1 && echo podman; })
+.PHONY: demo-image demo-tools demo-container
+demo-image:
+	$(MAKE) --no-print-directory demo-tools BIN_DIR=$(DEMO_TOOLS_DIR) GOOS=linux GOARCH=$(DEMO_IMAGE_ARCH)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(DEMO_IMAGE_ARCH) \
+		$(GO) build -trimpath -buildvcs=false -ldflags '$(IMAGE_LDFLAGS)' -o $(DEMO_IMAGE_BIN) ./cmd/machine-api-provider
+	api=$$($(GO) list -m -f '{{.Dir}}' github.com/openshift/api) && \
+	cd hack/image && GOOS=$(GOHOSTOS) GOARCH=$(GOHOSTARCH) GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) run . \
+		--binary $(DEMO_IMAGE_BIN) --arch $(DEMO_IMAGE_ARCH) --name $(DEMO_IMAGE) \
+		--demo-tools $(DEMO_TOOLS_DIR) --demo-tool $(subst $(space),$(comma),$(DEMO_TOOLS)) --openshift-api "$$api" \
+		--source-date-epoch $(SOURCE_DATE_EPOCH) --revision $(IMAGE_COMMIT) --output $(DEMO_IMAGE_TAR)
+
+# The tools of the demo image, built for GOOS/GOARCH (make demo-image sets
+# them and BIN_DIR).
+demo-tools: kube etcd kwok cluster-autoscaler cluster-autoscaler-operator $(LOCAL_CCM)
+
+# Loads the demo image into docker or podman and runs it (Ctrl-C stops it).
+# The engine must answer before anything is built.
+demo-container:
+	@if [[ -z "$(DEMO_ENGINE)" ]]; then echo "make demo-container: needs docker or podman (DEMO_ENGINE)" >&2; exit 1; fi
+	@if ! $(DEMO_ENGINE) info >/dev/null 2>&1; then echo "make demo-container: $(DEMO_ENGINE) does not answer ($(DEMO_ENGINE) info fails): start its daemon (Docker Desktop, podman machine start)" >&2; exit 1; fi
+	@$(MAKE) --no-print-directory demo-image
+	$(DEMO_ENGINE) load -i $(DEMO_IMAGE_TAR)
+	$(DEMO_ENGINE) run --rm $$([[ -t 0 ]] && echo -it) --privileged $(DEMO_IMAGE) --keep=false --cloud $(or $(CLOUD),cloudscale) $(DEMO_FLAGS)
 
 # The same loop, asserted, on every cloud (`make e2e CLOUD=exoscale`: on that
 # one only): scale-up from zero and back down to zero Machines, Nodes and
@@ -190,12 +251,14 @@ demo: tools build $(LOCAL_CCM)
 # user narrows it, never a default set in this file. Beside it (go test runs
 # packages side by side: they mostly wait, and none listens on a fixed
 # port), on both clouds: adopting a cluster Terraform made (test/adopt),
-# installing a new one with the install-time manifests (test/install), and
-# two clusters sharing one cloud account (test/twoclusters, about a minute).
+# installing a new one with the install-time manifests (test/install), two
+# clusters sharing one cloud account (test/twoclusters, about a minute), and
+# the demo's container image run as a container engine runs it
+# (test/demoimage: make demo-image first, which here packs bin/'s tools).
 E2E_CLOUDS := $(if $(filter command line environment,$(origin CLOUD)),$(CLOUD))
 .PHONY: e2e
-e2e: tools $(LOCAL_CCM)
-	E2E=1 E2E_CLOUDS=$(E2E_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout 30m ./test/e2e/ ./test/adopt/ ./test/install/ ./test/twoclusters/
+e2e: tools $(LOCAL_CCM) demo-image
+	E2E=1 E2E_CLOUDS=$(E2E_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -count=1 -v -timeout 30m ./test/e2e/ ./test/adopt/ ./test/install/ ./test/twoclusters/ ./test/demoimage/
 
 # Chaos (test/chaos): two replicas of the manager binary with leader election
 # against each cloud's emulator, which fails a fifth of the requests (5xx, 429
@@ -351,12 +414,15 @@ release-tool:
 	cd hack/release && GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -o $(RELEASE_TOOL) .
 
 # pinned-config: $(PINNED_CONFIG)/config, a copy of config/ with config/image
-# naming the image just built by digest.
+# naming the image just built by digest, and for a release (RUNBOOKS_REF, the
+# tag) the alerts' runbook_url pointing at the tag's runbooks, not main's.
+RUNBOOKS_REF ?=
 .PHONY: pinned-config
 pinned-config: image release-tool
 	@rm -rf $(PINNED_CONFIG) && mkdir -p $(PINNED_CONFIG) && cp -R config $(PINNED_CONFIG)/config
 	$(RELEASE_TOOL) pin --file $(PINNED_CONFIG)/config/image/kustomization.yaml \
-		--image $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest)
+		--image $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest) \
+		$(if $(RUNBOOKS_REF),--rules $(PINNED_CONFIG)/config/prometheus/prometheusrule.yaml --runbooks-ref $(RUNBOOKS_REF))
 
 .PHONY: bundle
 bundle: pinned-config $(KUSTOMIZE)
@@ -402,7 +468,7 @@ release-binaries:
 		os=$${p%/*}; arch=$${p#*/}; \
 		echo "go build machine-api-provider-$$os-$$arch"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -buildvcs=false \
-			-ldflags '$(IMAGE_LDFLAGS) -X main.version=$(VERSION)' \
+			-ldflags '$(IMAGE_LDFLAGS) -X main.version=$(VERSION) $(if $(RELEASE_IMAGE),-X main.releaseImage=$(RELEASE_IMAGE))' \
 			-o $(RELEASE_DIR)/machine-api-provider-$$os-$$arch ./cmd/machine-api-provider || exit 1; \
 	done
 
@@ -412,21 +478,48 @@ release: $(CYCLONEDX_GOMOD) $(KUSTOMIZE)
 		echo "make release: the tree has changes; the image is built from the commit, so commit them first (RELEASE_ALLOW_DIRTY=1 overrides):" >&2; \
 		git status --short -- . ':(exclude)config/image' >&2; exit 1; \
 	fi
-	$(MAKE) --no-print-directory bundle IMAGE=$(IMAGE_REPO):$(VERSION) OLM_DIR=$(RELEASE_DIR)
+	$(MAKE) --no-print-directory bundle IMAGE=$(IMAGE_REPO):$(VERSION) OLM_DIR=$(RELEASE_DIR) RUNBOOKS_REF=$(VERSION)
 	$(RELEASE_TOOL) notes --changelog CHANGELOG.md --version $(VERSION) \
-		--image $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest) --out $(RELEASE_DIR)/RELEASE_NOTES.md
+		--image $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest) --out $(RELEASE_DIR)/RELEASE_NOTES.md \
+		--signer-identity '$(RELEASE_SIGNER)' --signer-issuer '$(RELEASE_SIGNER_ISSUER)'
 	cp $(IMAGE_TAR) $(IMAGE_TAR).digest $(RELEASE_DIR)/
 	@for cloud in $(CLOUDS); do \
 		$(KUSTOMIZE) build $(PINNED_CONFIG)/config/overlays/$$cloud > $(RELEASE_DIR)/install-$$cloud.yaml || exit 1; \
 	done
 	$(CYCLONEDX_GOMOD) bin -json -licenses -noserial -notimestamp -version $(VERSION) \
 		-output $(RELEASE_DIR)/machine-api-provider.cdx.json $(IMAGE_BIN)
-	$(MAKE) --no-print-directory release-binaries
+	$(MAKE) --no-print-directory release-binaries RELEASE_IMAGE=$(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest)
 	cd $(RELEASE_DIR) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | xargs sha256sum > SHA256SUMS
 	cp $(PINNED_CONFIG)/config/image/kustomization.yaml config/image/kustomization.yaml
 	@echo "$(RELEASE_DIR): release $(VERSION) of $(IMAGE_REPO)@$$(cat $(IMAGE_TAR).digest)"
 	@echo "config/image/kustomization.yaml pins that image: for a release, commit it alone and tag the commit $(VERSION)"
 	@echo "(docs/releasing.md); otherwise put it back with: git checkout config/image/kustomization.yaml"
+
+# Signing a release (docs/releasing.md, step 5): Sigstore's cosign, keyless
+# (a short-lived certificate for the releaser's OIDC identity, RELEASE_SIGNER,
+# logged in Sigstore's public transparency log; no key to keep). cosign is
+# run at its pinned version straight from the Go module proxy (go run
+# module@version checks it against the checksum database): it is no tool of
+# make tools, and no test runs it (signing needs Sigstore's services).
+# make release names the signer in the notes when RELEASE_SIGNER is set;
+# make release-sign then signs SHA256SUMS into SHA256SUMS.sigstore.json, and
+# once the images are pushed (RELEASE_PUSHED=1), the image and its SBOM.
+RELEASE_SIGNER        ?=
+RELEASE_SIGNER_ISSUER ?= https://github.com/login/oauth
+COSIGN_VERSION        ?= v3.1.3
+COSIGN                 = $(GO) run github.com/sigstore/cosign/v3/cmd/cosign@$(COSIGN_VERSION)
+RELEASE_PUSHED        ?=
+.PHONY: release-sign
+release-sign:
+	@if [[ -z "$(RELEASE_SIGNER)" ]]; then echo "make release-sign: set RELEASE_SIGNER (and RELEASE_SIGNER_ISSUER) as for make release: the notes name them" >&2; exit 1; fi
+	@grep -qF -- "--certificate-identity '$(RELEASE_SIGNER)'" $(RELEASE_DIR)/RELEASE_NOTES.md || \
+		{ echo "make release-sign: $(RELEASE_DIR)/RELEASE_NOTES.md does not name $(RELEASE_SIGNER): make release RELEASE_SIGNER=$(RELEASE_SIGNER) first" >&2; exit 1; }
+	cd $(RELEASE_DIR) && $(COSIGN) sign-blob --yes --bundle SHA256SUMS.sigstore.json SHA256SUMS
+	@if [[ -n "$(RELEASE_PUSHED)" ]]; then \
+		image=$(IMAGE_REPO)@$$(cat $(RELEASE_DIR)/machine-api-provider.oci.tar.digest); \
+		$(COSIGN) sign --yes $$image && \
+		$(COSIGN) attest --yes --type cyclonedx --predicate $(RELEASE_DIR)/machine-api-provider.cdx.json $$image; \
+	else echo "the image is not signed yet: push it (docs/releasing.md), then make release-sign RELEASE_PUSHED=1"; fi
 
 # ---------------------------------------------------------------------------
 # Tools, built from the pinned wrapper modules in hack/tools/ into bin/.
@@ -481,6 +574,9 @@ $(BIN_DIR)/.%.stamp:
 # Kubernetes: one `go build` for all three binaries so they share the compile.
 # The version variables mirror hack/lib/version.sh upstream; buildDate is the
 # release tag's time from the module proxy, so builds are reproducible.
+# Static (CGO_ENABLED=0), as upstream releases them, like etcd and kwok:
+# the demo's container image has no C library (make demo-image); "static"
+# in the stamps' names replaces the dynamically linked builds of before.
 KUBE_MAJOR := $(word 1,$(subst ., ,$(KUBE_VERSION:v%=%)))
 KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION:v%=%)))
 KUBE_VERSION_VARS = gitVersion=$(KUBE_VERSION) gitMajor=$(KUBE_MAJOR) gitMinor=$(KUBE_MINOR) \
@@ -488,28 +584,28 @@ KUBE_VERSION_VARS = gitVersion=$(KUBE_VERSION) gitMajor=$(KUBE_MAJOR) gitMinor=$
 KUBE_LDFLAGS = $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	$(foreach kv,$(KUBE_VERSION_VARS),-X $(pkg).$(kv)))
 
-$(KUBE_BINS) &: $(BIN_DIR)/.kube-$(KUBE_VERSION).stamp $(TOOLS_DIR)/kubernetes/go.mod $(TOOLS_DIR)/kubernetes/go.sum
+$(KUBE_BINS) &: $(BIN_DIR)/.kube-$(KUBE_VERSION)-static.stamp $(TOOLS_DIR)/kubernetes/go.mod $(TOOLS_DIR)/kubernetes/go.sum
 	$(call check-pin,$(TOOLS_DIR)/kubernetes,k8s.io/kubernetes,$(KUBE_VERSION))
 	cd $(TOOLS_DIR)/kubernetes && \
 	build_date=$$($(GO) list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes) && \
-	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w $(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
+	CGO_ENABLED=0 GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w $(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler
 	@touch $(KUBE_BINS)
 
 # etcd: the main package is the root of go.etcd.io/etcd/server/v3.
-$(ETCD_BIN): $(BIN_DIR)/.etcd-$(ETCD_VERSION).stamp $(TOOLS_DIR)/etcd/go.mod $(TOOLS_DIR)/etcd/go.sum
+$(ETCD_BIN): $(BIN_DIR)/.etcd-$(ETCD_VERSION)-static.stamp $(TOOLS_DIR)/etcd/go.mod $(TOOLS_DIR)/etcd/go.sum
 	$(call check-pin,$(TOOLS_DIR)/etcd,go.etcd.io/etcd/server/v3,$(ETCD_VERSION))
 	cd $(TOOLS_DIR)/etcd && \
-	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=none" \
+	CGO_ENABLED=0 GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=none" \
 		-o $@ go.etcd.io/etcd/server/v3
 	@touch $@
 
-$(KWOK_BIN): $(BIN_DIR)/.kwok-$(KWOK_VERSION).stamp $(TOOLS_DIR)/kwok/go.mod $(TOOLS_DIR)/kwok/go.sum
+$(KWOK_BIN): $(BIN_DIR)/.kwok-$(KWOK_VERSION)-static.stamp $(TOOLS_DIR)/kwok/go.mod $(TOOLS_DIR)/kwok/go.sum
 	$(call check-pin,$(TOOLS_DIR)/kwok,sigs.k8s.io/kwok,$(KWOK_VERSION))
 	cd $(TOOLS_DIR)/kwok && \
-	GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION)" \
+	CGO_ENABLED=0 GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) build -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION)" \
 		-o $@ sigs.k8s.io/kwok/cmd/kwok
 	@touch $@
 
@@ -561,8 +657,8 @@ $(CYCLONEDX_GOMOD): $(BIN_DIR)/.cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION).stamp
 
 # kwok simulates nothing without stages: write kwok's own (node ready and
 # heartbeat, pod ready, complete, delete) from its module, for --config.
-$(KWOK_STAGES): $(BIN_DIR)/.kwok-$(KWOK_VERSION).stamp $(TOOLS_DIR)/kwok/go.mod $(TOOLS_DIR)/kwok/go.sum $(TOOLS_DIR)/kwok/stages/main.go
-	cd $(TOOLS_DIR)/kwok && GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) run ./stages $@
+$(KWOK_STAGES): $(BIN_DIR)/.kwok-$(KWOK_VERSION)-static.stamp $(TOOLS_DIR)/kwok/go.mod $(TOOLS_DIR)/kwok/go.sum $(TOOLS_DIR)/kwok/stages/main.go
+	cd $(TOOLS_DIR)/kwok && GOOS=$(GOHOSTOS) GOARCH=$(GOHOSTARCH) GOFLAGS='$(TOOLS_GOFLAGS)' $(GO) run ./stages $@
 
 # cluster-autoscaler: upstream's autoscaler packages behind the thin main in
 # hack/tools/cluster-autoscaler (README.md there says why upstream's main

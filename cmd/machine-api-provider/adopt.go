@@ -35,8 +35,11 @@ and print the plan: per node group the MachineSet it would write, per server the
 changes without --apply.
 
 The Machines carry the cluster's identity, its Infrastructure's infrastructureName, which the
-provider is pinned to. Servers tagged with another cluster ID (the Terraform modules tag adoptable
-servers with their cluster_id) are left alone unless --take-over-cluster-id names that ID.
+provider is pinned to, or a legacy cluster ID the Infrastructure's annotation
+machine.appuio.io/legacy-cluster-ids declares. Servers tagged with another cluster ID (the
+Terraform modules tag adoptable servers with their cluster_id) are left alone unless that ID is
+declared (they are adopted as they are tagged, their Machines carrying it) or
+--take-over-cluster-id names it (they are retagged with the infrastructureName).
 
 With --apply each server gets the provider's identity (tags on cloudscale.ch, labels on Exoscale),
 nothing else, and then a Machine that records it (spec.providerID); once the Machines run, linked
@@ -55,18 +58,28 @@ procedure and the Terraform handover; --undo releases what adopt wrote again, ke
 server and Node.`,
 		Example: `  # the plan
   CLOUDSCALE_API_TOKEN=... machine-api-provider adopt
-  # carry it out, taking over the servers the module tagged with its cluster_id
+  # carry it out, the module's cluster_id declared as the cluster's legacy ID
+  oc annotate --overwrite infrastructure.config.openshift.io cluster machine.appuio.io/legacy-cluster-ids=c-green-1234
+  CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --apply
+  # or take the servers it tagged over, retagged with the infrastructureName
   CLOUDSCALE_API_TOKEN=... machine-api-provider adopt --take-over-cluster-id c-green-1234 --apply
-  # Exoscale, with the credentials secret the Machines name
-  machine-api-provider adopt --cloud exoscale --credentials-secret exoscale-credentials --apply
+  # Exoscale: the plan, then --apply, with a key of adopt's own role (docs/exoscale.md#iam-role-for-adopt),
+  # never the manager's, which may not replace instance pools
+  EXOSCALE_API_KEY=... EXOSCALE_API_SECRET=... machine-api-provider adopt --cloud exoscale
+  EXOSCALE_API_KEY=... EXOSCALE_API_SECRET=... machine-api-provider adopt --cloud exoscale --apply
   # undo it: what adopt wrote goes, every server and Node stays
   machine-api-provider adopt --undo --apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if undo {
-				return adoptUndo(cmd, cloudName, o.Namespace, kubeconfig, o.Wait, apply, &zapOpts)
+				// The installed deployer's cloud, unless --cloud names one.
+				given := ""
+				if cmd.Flags().Changed("cloud") {
+					given = cloudName
+				}
+				return adoptUndo(cmd, given, o.Namespace, kubeconfig, o.Wait, apply)
 			}
-			log := newLogger(&zapOpts)
+			log := commandLog(cmd)
 			o.Log, o.Out = log, cmd.OutOrStdout()
 			if timeout <= 0 {
 				return fmt.Errorf("--cloud-api-timeout (%s) must be positive", timeout)
@@ -102,7 +115,7 @@ server and Node.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machine API")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity, which the Machines carry (label machine.openshift.io/cluster-api-cluster) and the provider tags servers with: the Infrastructure's infrastructureName, which it must be where there is one (give it only for a cluster without)")
-	f.StringVar(&o.TakeOverClusterID, "take-over-cluster-id", "", "a cluster ID servers are tagged with that is not the cluster's identity (the Terraform modules' cluster_id): such servers are adopted and retagged with the cluster's identity (default: they are left alone)")
+	f.StringVar(&o.TakeOverClusterID, "take-over-cluster-id", "", "a cluster ID servers are tagged with that is not the cluster's identity (the Terraform modules' cluster_id), for this run: such servers are adopted and retagged with the infrastructureName (default: they are left alone; a legacy cluster ID the Infrastructure declares needs no take-over)")
 	f.StringSliceVar(&o.Zones, "zone", nil, "zones to look in (default: all of the account's)")
 	f.StringSliceVar(&o.LeaveRoles, "leave-role", nil, "roles whose nodes stay Terraform's and are left alone, e.g. infra when the load balancers' router backends are the infra nodes (repeatable)")
 	f.StringVar(&o.CredentialsSecret, "credentials-secret", "", "secret in --namespace with the cloud credentials, which the Machines name (default: the environment's, and the manager's default for the Machines)")
@@ -114,6 +127,6 @@ server and Node.`,
 	f.DurationVar(&o.Wait, "wait", 15*time.Minute, "how long to wait for each step the cluster carries out (Machines Running, a replacement Ready, a drain)")
 	f.StringVar(&apiURL, "cloudscale-api-url", os.Getenv("CLOUDSCALE_API_URL"), "cloudscale.ch API base URL (default $CLOUDSCALE_API_URL, else the real API)")
 	f.StringVar(&exoAPI, "exoscale-api-endpoint", os.Getenv(exocloud.EnvAPIEndpoint), "Exoscale API endpoint (default $EXOSCALE_API_ENDPOINT, else "+exocloud.DefaultEndpoint+")")
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }

@@ -44,6 +44,9 @@ and the pods' logs to pods/ there.`,
 		Example: `  machine-api-provider demo --bin-dir bin
   machine-api-provider demo --bin-dir bin --cloud exoscale --keep=false`,
 		Args: cobra.NoArgs,
+		// Not the root's logger on the terminal: RunE sends the
+		// process-wide loggers into the log file.
+		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			out := cmd.OutOrStdout()
 			if _, err := demo.Title(o.Cloud); err != nil {
@@ -51,6 +54,11 @@ and the pods' logs to pods/ there.`,
 			}
 			o.Platform = configv1.PlatformType(platform)
 			if err := demo.CheckPlatform(o.Platform); err != nil {
+				return err
+			}
+			// What this machine must allow, said now rather than after a
+			// minute of starting.
+			if err := demo.Preflight(); err != nil {
 				return err
 			}
 			if o.Dir == "" {
@@ -94,6 +102,7 @@ and the pods' logs to pods/ there.`,
 	f.StringVar(&platform, "platform", string(demo.Platforms[0]), "the cluster's platform: External (the cloud's cloud-controller-manager initializes every Node) or None")
 	f.StringVar(&o.BinDir, "bin-dir", "bin", "directory with the binaries `make tools` builds")
 	f.StringVar(&o.Dir, "dir", "", "directory for the kubeconfig and logs (default: a new temporary one)")
+	f.StringVar(&o.OpenShiftAPI, "openshift-api", "", "directory of the openshift/api module, whose Machine API and config CRDs the cluster gets (default: go.mod's, found with go list)")
 	f.DurationVar(&o.BootTime, "boot-time", 5*time.Second, "how long an emulated server takes to boot")
 	f.DurationVar(&o.RegisterDelay, "register-delay", 3*time.Second, "how long after booting its Node registers")
 	f.DurationVar(&o.ScaleDownUnneeded, "scale-down-unneeded", 20*time.Second, "how long a node must be unneeded before the autoscaler removes it (the ClusterAutoscaler's scaleDown.unneededTime)")

@@ -8,12 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
-	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 )
 
@@ -24,6 +20,9 @@ func deployerCommand() *cobra.Command {
 		zapOpts        zap.Options
 		credentialsEnv []string
 		providerEnv    []string
+		// own are the deployer's options it hands the manager as they
+		// are (deployer.OwnFlags), by flag name
+		own = map[string]*string{}
 	)
 	cmd := &cobra.Command{
 		Use:   "deployer",
@@ -50,9 +49,10 @@ The manager's flags are set in the ConfigMap machine-api-provider-config of
 the namespace (each key a flag of "machine-api-provider manager" without the
 dashes); the deployer checks them as the manager would and rolls the
 controllers, or refuses them with a Warning event and keeps the running
-configuration. Where the manager sends its credentials is no key of it:
-the cloud's API endpoint is --cloudscale-api-url or --exoscale-api-endpoint
-of the deployer. The manager reads its default credentials from the secret
+configuration. Where the manager sends its credentials and what the
+cluster's nodes boot are no keys of it: the cloud's API endpoint is
+--cloudscale-api-url or --exoscale-api-endpoint of the deployer, and the
+boot image mirror its --boot-images-mirror (or their environment variables). The manager reads its default credentials from the secret
 --credentials-secret at every use: replacing the secret needs no restart.
 
 Where the operator runs its own machine-api-controllers (a platform it
@@ -70,14 +70,24 @@ machine-api-provider-deployer-status and in an event.`,
     --service-account machine-api-controllers-exoscale --credentials-secret exoscale-credentials`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger(&zapOpts)
-			ctrl.SetLogger(log)
-			klog.SetLogger(log)
+			log := commandLog(cmd)
 			o.Log = log
 			if o.ProviderImage == "" {
 				return errors.New("--provider-image (or $PROVIDER_IMAGE) is required: the image the machine-controller runs")
 			}
 			o.CheckManagerArgs = checkManagerArgs
+			o.Own = map[string]string{}
+			for name, v := range own {
+				if *v != "" {
+					o.Own[name] = *v
+				}
+			}
+			// The manager's own check of the mirror, here: a mirror it
+			// would not start with is the deployer's error, not a
+			// refusal of every ConfigMap.
+			if err := checkBootImagesMirror(o.Own["boot-images-mirror"]); err != nil {
+				return err
+			}
 			for _, kv := range providerEnv {
 				name, value, ok := strings.Cut(kv, "=")
 				if !ok || name == "" {
@@ -103,6 +113,7 @@ machine-api-provider-deployer-status and in an event.`,
 	f.StringVar(&o.Namespace, "namespace", deployer.DefaultNamespace, "namespace of the machine-api-operator's images ConfigMap and of the Deployment")
 	f.StringVar(&o.ProviderImage, "provider-image", os.Getenv("PROVIDER_IMAGE"), "image of this provider, run as the machine-controller (default $PROVIDER_IMAGE)")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity handed to the manager (default: the Infrastructure's status.infrastructureName, as on every OpenShift cluster)")
+	f.StringSliceVar(&o.LegacyClusterIDs, "legacy-cluster-ids", nil, "with --cluster-id: the legacy cluster IDs handed to the manager (default: the Infrastructure's annotation machine.appuio.io/legacy-cluster-ids)")
 	f.StringVar(&o.TokenSecret, "token-secret", "cloudscale-token", "the same as --credentials-secret")
 	f.StringVar(&o.TokenSecret, "credentials-secret", "cloudscale-token", "secret holding the provider's default credentials (cloudscale.ch: key token; Exoscale: api-key and api-secret), read by the manager at every use (optional: Machines may name their own)")
 	f.StringVar(&o.Cloud, "cloud", "", "the cloud the provider's manager runs for, as its --cloud; it names the Deployment machine-api-controllers-<cloud> (default: the manager's, cloudscale)")
@@ -112,18 +123,20 @@ machine-api-provider-deployer-status and in an event.`,
 	_ = f.MarkDeprecated("credentials-env", "the manager reads the secret's keys itself (cloudscale.ch: token; Exoscale: api-key, api-secret)")
 	f.StringSliceVar(&providerEnv, "provider-env", nil, "NAME=value: further environment of the provider (the API endpoints have flags of their own)")
 	f.StringVar(&o.ServiceAccount, "service-account", "machine-api-controllers", "service account of the controllers (config/ installs machine-api-controllers-<cloud> and sets it)")
-	// The API endpoints are the deployer's own options (its flags or its
-	// environment, as the installation sets them: a kustomize patch, an
-	// OLM Subscription's config.env), never keys of the namespace's
-	// ConfigMap: the default credentials and every create's user data go
-	// where they point.
-	f.StringVar(&o.CloudscaleAPIURL, "cloudscale-api-url", os.Getenv(cscloud.EnvAPIURL), "cloudscale.ch API base URL handed to the provider (default $CLOUDSCALE_API_URL, else the real API); the one place to set it: the default credentials and every server's user data go there")
-	f.StringVar(&o.ExoscaleAPIEndpoint, "exoscale-api-endpoint", os.Getenv(exocloud.EnvAPIEndpoint), "Exoscale API endpoint handed to the provider, whose zone list names every zone's (default $EXOSCALE_API_ENDPOINT, else the real API's); the one place to set it: the default credentials and every instance's user data go there")
+	// The API endpoints and the boot image mirror are the deployer's own
+	// options (its flags or its environment, as the installation sets
+	// them: a kustomize patch, an OLM Subscription's config.env), never
+	// keys of the namespace's ConfigMap: the default credentials and every
+	// create's user data go where the endpoints point, and every new node
+	// boots what the mirror serves (deployer.OwnFlags, one table).
+	for _, of := range deployer.OwnFlags {
+		own[of.Name] = f.String(of.Name, os.Getenv(of.Env), of.Usage)
+	}
 	f.BoolVar(&o.WithoutMachineHealthCheck, "without-machine-healthcheck", false, "leave out the machine-healthcheck controller")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9441", "address of /healthz and /readyz")
 	f.BoolVar(&o.LeaderElection, "leader-elect", true, "take part in leader election, so only one replica acts")
 	f.StringVar(&o.LeaderElectionID, "leader-election-id", "", "name of the leader election lease in --namespace (default: machine-api-provider-deployer)")
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }

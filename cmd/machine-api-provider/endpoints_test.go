@@ -21,7 +21,7 @@ import (
 // controllers an earlier release rolled out with them: the deployer refuses
 // the ConfigMap naming the key, rolls the manager out without the
 // endpoints (with the ConfigMap's other flags it ran with, and with the
-// endpoint the deployer's own --cloudscale-api-url names), and the
+// endpoint the deployer's own --cloudscale-api-url names, as its flag), and the
 // condition and a Warning event on the ConfigMap say so, quoting no value.
 func TestEndpointsComeOnlyFromTheDeployer(t *testing.T) {
 	e := newDeployerEnv(t)
@@ -42,22 +42,14 @@ func TestEndpointsComeOnlyFromTheDeployer(t *testing.T) {
 		t.Fatalf("the earlier release's args %v lack the ConfigMap's endpoint", a)
 	}
 
-	e.startWith(t, checkManagerArgs, func(o *deployer.ManagerOptions) { o.CloudscaleAPIURL = own })
-	e.waitArgs(t, "the manager without the ConfigMap's endpoints", func(a []string) bool {
-		return slices.Contains(a, "--cloud-api-qps=20") && !slices.ContainsFunc(a, func(s string) bool { return strings.Contains(s, "api-url") || strings.Contains(s, "api-endpoint") })
+	e.startWith(t, checkManagerArgs, func(o *deployer.ManagerOptions) { o.Own = map[string]string{"cloudscale-api-url": own} })
+	e.waitArgs(t, "the manager with the deployer's endpoint alone", func(a []string) bool {
+		return slices.Contains(a, "--cloud-api-qps=20") && slices.Contains(a, "--cloudscale-api-url="+own) &&
+			!slices.ContainsFunc(a, func(s string) bool { return strings.Contains(s, "attacker") || strings.Contains(s, "api-endpoint") })
 	})
 	d := &appsv1.Deployment{}
 	must(t, c.Get(ctx, key, d))
-	for _, ct := range d.Spec.Template.Spec.Containers {
-		for _, env := range ct.Env {
-			if strings.Contains(env.Value, "attacker") {
-				t.Errorf("%s: environment %s=%s: the ConfigMap's endpoint", ct.Name, env.Name, env.Value)
-			}
-		}
-		if ct.Name == deployer.MachineContainer && !slices.Contains(ct.Env, corev1.EnvVar{Name: "CLOUDSCALE_API_URL", Value: own}) {
-			t.Errorf("machine-controller's environment %v lacks the deployer's own CLOUDSCALE_API_URL=%s", ct.Env, own)
-		}
-	}
+	noneCarries(t, d, "attacker")
 	if v := d.Annotations[deployer.ManagerConfigAnnotation]; v != `{"cloud-api-qps":"20"}` {
 		t.Errorf("annotation %s = %s, want only cloud-api-qps", deployer.ManagerConfigAnnotation, v)
 	}
@@ -92,6 +84,24 @@ func noValueQuoted(t *testing.T, c client.Client, ns string, values ...string) {
 		for _, ev := range events.Items {
 			if strings.Contains(ev.Message, v) {
 				t.Errorf("event %s on %s quotes the ConfigMap's value %q: %s", ev.Reason, ev.InvolvedObject.Name, v, ev.Message)
+			}
+		}
+	}
+}
+
+// noneCarries fails when an argument or the environment of a container
+// of d holds value.
+func noneCarries(t *testing.T, d *appsv1.Deployment, value string) {
+	t.Helper()
+	for _, ct := range d.Spec.Template.Spec.Containers {
+		for _, a := range ct.Args {
+			if strings.Contains(a, value) {
+				t.Errorf("%s: argument %s: the ConfigMap's value", ct.Name, a)
+			}
+		}
+		for _, env := range ct.Env {
+			if strings.Contains(env.Value, value) {
+				t.Errorf("%s: environment %s=%s: the ConfigMap's value", ct.Name, env.Name, env.Value)
 			}
 		}
 	}

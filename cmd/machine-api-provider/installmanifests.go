@@ -41,15 +41,21 @@ The installer creates the files in no particular order and retries what fails, s
 depends on order: the validating webhooks fail open until their backend runs (the actuator
 validates every spec itself), and the ServiceMonitor is left out (apply the overlay once the
 cluster runs). docs/adopt.md#new-clusters has the whole flow.`,
-		Example: `  openshift-install create manifests --dir install
+		Example: `  # a release's tool installs its own release's image, by digest (--image for a mirror);
+  # --infra 0: the Terraform modules' load balancers send the routes to Terraform's infra nodes
+  openshift-install create manifests --dir install
   CLOUDSCALE_API_TOKEN=... machine-api-provider install-manifests --cloud cloudscale --dir install \
-    --image registry.example.com/appuio/machine-api-provider:v0.1.0 \
-    --zone rma1 --instance-type plus-16-4 --os-image custom:rhcos-4.19 --network <private network UUID> --workers 3 --infra 3
-  openshift-install create cluster --dir install`,
+    --zone rma1 --instance-type plus-16-4 --os-image custom:rhcos-4.19 --network <private network UUID> --workers 3 --infra 0
+  openshift-install create ignition-configs --dir install`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return errors.New("--dir is required: the installer's directory")
+			}
+			if image == "" {
+				// A build of one's own embeds config/ of its commit: the
+				// image must be that commit's too.
+				return errors.New("--image is required for a build of your own (a release's tool defaults to its release's image): the image built from the same commit as this binary, such as registry.example.com/appuio/machine-api-provider@sha256:<digest>")
 			}
 			var c cloud.Cloud
 			o := installmanifests.Options{Image: image, ClusterID: clusterID, Workers: workers, Infra: infra}
@@ -148,7 +154,7 @@ cluster runs). docs/adopt.md#new-clusters has the whole flow.`,
 	f := cmd.Flags()
 	f.StringVar(&cloudName, "cloud", "cloudscale", "the cloud: cloudscale or exoscale")
 	f.StringVar(&dir, "dir", "", "the installer's directory (the files go into its openshift/)")
-	f.StringVar(&image, "image", "", "the provider's image, e.g. registry.example.com/appuio/machine-api-provider:v0.1.0")
+	f.StringVar(&image, "image", releaseImage, "the provider's image (a mirror's: registry.example.com/appuio/machine-api-provider@sha256:...); default: the image of this binary's release, by digest (none for a build of your own)")
 	f.StringVar(&clusterID, "cluster-id", "", "the cluster's infrastructure name (default: read from the installer's manifests/cluster-infrastructure-02-config.yml)")
 	f.StringVar(&zone, "zone", "", "the zone of the MachineSets (rma1, ch-gva-2)")
 	f.StringVar(&instanceType, "instance-type", "", "the workers' flavor (cloudscale.ch) or instance type (Exoscale)")
@@ -175,7 +181,7 @@ func bootImageNote(osImage string) string {
 Boot images: the MachineSets boot %s, imported by hand. From OpenShift 4.22 the
 machine-config-operator holds a cluster back when its boot images are too old for the next
 release, and on this platform it cannot see them: let the provider import each release's image
-and record it (the manager's --boot-images-mirror and --boot-images-record-skew), or record the
+and record it (the deployer's --boot-images-mirror, the ConfigMap's boot-images-record-skew), or record the
 image's RHCOS version yourself at each upgrade:
   %s
 docs/boot-images.md has both ways.

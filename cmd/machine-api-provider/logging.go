@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
@@ -22,15 +24,47 @@ func newLogger(o *zap.Options) logr.Logger {
 	return logr.New(capVerbosity(zap.New(zap.UseFlagOptions(o)).GetSink(), maxVerbosity))
 }
 
-// bindLogFlags hands zap's Go flags (--zap-log-level, ...) to cobra and says
-// in their help that the verbosity is capped.
-func bindLogFlags(f *pflag.FlagSet, o *zap.Options) {
+// bindLogFlags hands zap's Go flags (--zap-log-level, ...) to cmd, says in
+// their help that the verbosity is capped, and makes the logger they
+// configure the command's (installLogger) before it runs.
+func bindLogFlags(cmd *cobra.Command, o *zap.Options) {
+	f := cmd.Flags()
 	logFlags := flag.NewFlagSet("log", flag.ContinueOnError)
 	o.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)
 	if fl := f.Lookup("zap-log-level"); fl != nil {
 		fl.Usage += fmt.Sprintf(". Capped at %d: messages of higher levels are dropped, as from 6 up the Kubernetes client would log requests and their bodies, Secrets among them", maxVerbosity)
 	}
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		installLogger(cmd, newLogger(o))
+		return nil
+	}
+}
+
+// installLogger makes log the process's logger before a command runs: the
+// one controller-runtime's log.FromContext and klog fall back to, and the
+// one in the command's context (commandLog). Every command gets one: the
+// root's PersistentPreRunE gives a command without log flags zap's
+// defaults. Without it, anything of controller-runtime that logs (its
+// client, its wait helpers) made controller-runtime print "log.SetLogger(...)
+// was never called" with a goroutine stack after 30 s, into the middle of
+// the command's output (switch-from-appuio --apply did).
+func installLogger(cmd *cobra.Command, log logr.Logger) {
+	ctrllog.SetLogger(log)
+	klog.SetLogger(log)
+	cmd.SetContext(logr.NewContext(cmd.Context(), log))
+}
+
+// defaultLogger is the root's PersistentPreRunE, for commands without log
+// flags of their own (the emulators).
+func defaultLogger(cmd *cobra.Command, _ []string) error {
+	installLogger(cmd, newLogger(&zap.Options{}))
+	return nil
+}
+
+// commandLog is the logger installLogger gave the running command.
+func commandLog(cmd *cobra.Command) logr.Logger {
+	return logr.FromContextOrDiscard(cmd.Context())
 }
 
 // capVerbosity wraps a sink so that nothing above level max is enabled or

@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
@@ -22,6 +20,7 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
 	exocloud "github.com/appuio/machine-api-provider/pkg/cloud/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/userdata"
@@ -83,9 +82,7 @@ output to the log.`,
 			return checkManagerFlags(cloudName, cloudTimeout, defaultSecret, &o, &userData)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger(&zapOpts)
-			ctrl.SetLogger(log)
-			klog.SetLogger(log)
+			log := commandLog(cmd)
 			o.Log = log
 			o.UserDataRenderer = &userData
 			c, err := newCloud(cloudName, cloudEndpoints{cloudscale: apiURL, exoscale: exoAPI}, cloudTimeout, secretRef(defaultSecret, o.Namespace))
@@ -104,7 +101,7 @@ output to the log.`,
 			if err != nil {
 				return err
 			}
-			log.Info("starting manager", "cloud", cloudName, "clusterID", o.ClusterID, "namespace", o.Namespace, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "maxConcurrentCreates", o.MaxConcurrentCreates)
+			log.Info("starting manager", "cloud", cloudName, "clusterID", o.ClusterID, "legacyClusterIDs", o.LegacyClusterIDs, "namespace", o.Namespace, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "maxConcurrentCreates", o.MaxConcurrentCreates)
 			return mgr.Start(cmd.Context())
 		},
 	}
@@ -120,6 +117,7 @@ output to the log.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machines, MachineSets and secrets to manage (\"\" for all)")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity, its Infrastructure's status.infrastructureName (required; the deployer sets it): the provider acts only on Machines and MachineSets whose label machine.openshift.io/cluster-api-cluster names it, and only on servers tagged with it")
+	f.StringSliceVar(&o.LegacyClusterIDs, "legacy-cluster-ids", nil, "cluster IDs this cluster also owns, besides --cluster-id (the Terraform modules' cluster_id, which fleet clusters' Machines and servers carry; the deployer renders it from the Infrastructure's annotation "+clusterid.LegacyAnnotation+"): Machines and MachineSets labelled with one are the cluster's, and their servers are those tagged with it")
 	f.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 20, "Machines reconciled at once")
 	f.IntVar(&o.MaxConcurrentCreates, "max-concurrent-creates", 10, "servers created at once, across all Machines: Machines that would create more wait, the other reconciles go on")
 	f.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 0, "client-side limit of requests per second to the Kubernetes API (0: none; the API server's priority and fairness protects it)")
@@ -132,7 +130,7 @@ output to the log.`,
 	f.DurationVar(&o.Janitor.Linger, "janitor-linger", janitor.DefaultLinger, "how long an account's clusters are still swept (empty groups, orphans) after its last Machine and MachineSet are gone, with the credentials they used (negative: not at all)")
 	f.DurationVar(&o.Janitor.DeleteOrphansAfter, "delete-orphans-after", 0, "delete servers carrying the cluster's identity but belonging to no Machine this long after they are first seen (0: only report them; at least 10m)")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every Machine is reconciled without a change")
-	f.StringVar(&o.BootImages.Mirror, "boot-images-mirror", "", "turns the boot image controller on (off by default): the base URL of the mirror holding the release's RHCOS images as the cloud imports them (docs/boot-images.md); the controller imports them into the zones the MachineSets use")
+	f.StringVar(&o.BootImages.Mirror, "boot-images-mirror", os.Getenv("BOOT_IMAGES_MIRROR"), "turns the boot image controller on (off by default): the base URL of the mirror holding the release's RHCOS images as the cloud imports them (default $BOOT_IMAGES_MIRROR; docs/boot-images.md); the controller imports them into the zones the MachineSets use. On a cluster the deployer's own --boot-images-mirror sets it, never its ConfigMap")
 	f.BoolVar(&o.BootImages.FollowAll, "boot-images-follow-all", false, "with --boot-images-mirror: move every MachineSet without an owner reference to its release's boot image once imported, not only those labelled "+bootimages.FollowLabel+"=true (a MachineSet labelled false stays)")
 	f.BoolVar(&o.BootImages.RecordSkew, "boot-images-record-skew", false, "with --boot-images-mirror: once every MachineSet boots an image the provider imported, record the oldest in MachineConfiguration cluster's spec.bootImageSkewEnforcement (Manual, rhcosVersion), so that the machine-config-operator's skew enforcement (OpenShift 4.22 on) knows the boot images")
 	f.DurationVar(&o.BootImages.PruneAfter, "boot-images-prune-after", 24*time.Hour, "with --boot-images-mirror: delete an image the provider imported once no MachineSet or Machine has named it for this long (0: never)")
@@ -147,7 +145,7 @@ output to the log.`,
 	f.Var(&byteSize{&userData.MemoryLimit}, "user-data-memory-limit", "how much memory a user data template may take, e.g. 256Mi (templates run in a sandbox process each)")
 	f.IntVar(&userData.MaxConcurrent, "user-data-max-concurrent", userdata.DefaultMaxConcurrent, "user data templates evaluated at once (each in its own sandbox process)")
 	// zap registers Go flags (--zap-log-level, …); hand them to cobra.
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }
 
@@ -200,10 +198,8 @@ func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecr
 		return &flagRule{rule: "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration",
 			values: fmt.Sprintf("--leader-elect-renew-deadline=%s, --leader-elect-lease-duration=%s", o.RenewDeadline, o.LeaseDuration)}
 	}
-	if m := o.BootImages.Mirror; m != "" {
-		if u, err := url.Parse(m); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return errors.New("--boot-images-mirror: want an http or https URL without credentials (the cloud downloads from it)")
-		}
+	if err := checkBootImagesMirror(o.BootImages.Mirror); err != nil {
+		return err
 	}
 	if o.BootImages.PruneAfter < 0 || o.BootImages.Interval <= 0 {
 		return fmt.Errorf("--boot-images-prune-after must not be negative and --boot-images-interval must be positive")
@@ -215,6 +211,19 @@ func checkManagerFlags(cloudName string, cloudTimeout time.Duration, defaultSecr
 				return &flagRule{rule: "--default-credentials-secret: want a secret's name, or namespace/name", values: fmt.Sprintf("%q", defaultSecret)}
 			}
 		}
+	}
+	return nil
+}
+
+// checkBootImagesMirror refuses a --boot-images-mirror the clouds cannot
+// download from ("" is none: the controller is off). The deployer runs it
+// on its own option of the name.
+func checkBootImagesMirror(m string) error {
+	if m == "" {
+		return nil
+	}
+	if u, err := url.Parse(m); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return &flagRule{rule: "--boot-images-mirror: want an http or https URL without credentials (the cloud downloads from it)"}
 	}
 	return nil
 }

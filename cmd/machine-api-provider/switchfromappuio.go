@@ -29,16 +29,23 @@ Machines keep their servers and Nodes; what changes is which controllers act on 
 Without a flag it prints what it finds and which step is next; nothing changes.
 
   --prepare   before removing appuio's component: saves copies of the Secrets the Machines
-              name (removing the component deletes them)
+              name (removing the component deletes them), pauses the MachineHealthChecks
+              (cluster.x-k8s.io/paused) and sets the MachineSets' MachineAutoscalers aside
   --apply     once the component is gone: checks that appuio's machine controller lets its lease
               go, brings the Secrets back, hands appuio's server groups of the cluster over,
               deletes appuio-machine-api-controllers and waits for its pods to go, and releases
-              the old controllers' leases; then this provider's deployer deploys its controllers
-  --rollback  once this provider is removed: releases its leases and checks that appuio's
-              provider finds every server, group and Secret as it left them
+              the old controllers' leases, and resumes what --prepare paused; then this
+              provider's deployer deploys its controllers
+  --rollback  once this provider is removed: releases its leases, checks that appuio's
+              provider finds every server, group and Secret as it left them, and resumes
+              what --prepare paused
 
-Before any change, every spec must be one this provider takes, and every Machine's server must be
-found once by the tags both providers use. Each step is recorded; running one again does only what
+Before any change, every spec must be one this provider takes, every Machine's server must be
+found once by the tags both providers use, and the Machines' cluster ID must be the
+infrastructureName or a legacy cluster ID the Infrastructure declares (on clusters appuio's
+Terraform modules built it is the Project Syn ID: the blocker names the oc annotate command that
+declares it; nothing is relabelled or retagged). The plan names what Argo CD or Flux keeps in sync
+of what the switch touches, with the commands to pause it. Each step is recorded; running one again does only what
 is left. Credentials: the token secret the Machines name, else CLOUDSCALE_API_TOKEN.
 docs/switch-from-appuio.md has the whole procedure.`,
 		Example: `  machine-api-provider switch-from-appuio
@@ -56,7 +63,7 @@ docs/switch-from-appuio.md has the whole procedure.`,
 			if n > 1 {
 				return errors.New("give one of --prepare, --apply and --rollback")
 			}
-			o.Log, o.Out = newLogger(&zapOpts), cmd.OutOrStdout()
+			o.Log, o.Out = commandLog(cmd), cmd.OutOrStdout()
 			c := cscloud.New(cscloud.Options{BaseURL: apiURL})
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
@@ -93,6 +100,6 @@ docs/switch-from-appuio.md has the whole procedure.`,
 	f.BoolVar(&rollback, "rollback", false, "leave the cluster to appuio's provider again, once this provider is removed")
 	f.DurationVar(&o.Wait, "wait", 5*time.Minute, "how long to wait for a lease to be let go, or a Deployment's pods to go")
 	f.StringVar(&apiURL, "cloudscale-api-url", os.Getenv(cscloud.EnvAPIURL), "cloudscale.ch API base URL (default $CLOUDSCALE_API_URL, else the real API)")
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }

@@ -38,43 +38,49 @@ The servers keep the provider's tags or labels: installing the provider again an
 finds every one of them, Machines named as before, without a create. Nothing changes without
 --apply. docs/install.md#removing-it has the whole procedure; adopt --undo releases only what adopt
 wrote and keeps the provider.`,
-		Example: `  # the plan
-  machine-api-provider uninstall --cloud cloudscale
+		Example: `  # the plan (the cloud is the installed deployer's)
+  machine-api-provider uninstall
   # carry it out
-  machine-api-provider uninstall --cloud cloudscale --apply`,
+  machine-api-provider uninstall --apply`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			remove, err := uninstall.ProviderObjects(o.Namespace, o.Cloud)
-			if err != nil {
-				return err
-			}
-			o.Remove = remove
-			return runRelease(cmd, o, kubeconfig, apply, &zapOpts)
+			return runRelease(cmd, o, kubeconfig, apply)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Cloud, "cloud", "cloudscale", "the cloud: cloudscale or exoscale")
+	f.StringVar(&o.Cloud, "cloud", "", "the cloud: cloudscale or exoscale (default: the one the installed deployer serves; refused when it serves the other)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.Namespace, "namespace", "openshift-machine-api", "namespace of the Machine API")
 	f.BoolVar(&apply, "apply", false, "carry the plan out (default: only print it)")
 	f.DurationVar(&o.Wait, "wait", 5*time.Minute, "how long to wait for the controllers to stop")
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }
 
 // runRelease plans, prints and with apply carries out a release
 // (uninstall, or adopt --undo).
-func runRelease(cmd *cobra.Command, o uninstall.Options, kubeconfig string, apply bool, zapOpts *zap.Options) error {
-	o.Log, o.Out = newLogger(zapOpts), cmd.OutOrStdout()
+func runRelease(cmd *cobra.Command, o uninstall.Options, kubeconfig string, apply bool) error {
+	o.Log, o.Out = commandLog(cmd), cmd.OutOrStdout()
 	kube, err := adoptClient(kubeconfig)
 	if err != nil {
 		return err
+	}
+	ctx := cmd.Context()
+	// The installed deployer's cloud, never a default: released with the
+	// other cloud's name, no Machine would go while the objects both
+	// overlays share would.
+	if o.Cloud, err = uninstall.ResolveCloud(ctx, kube, o.Namespace, o.Cloud); err != nil {
+		return err
+	}
+	if !o.AdoptedOnly {
+		if o.Remove, err = uninstall.ProviderObjects(o.Namespace, o.Cloud); err != nil {
+			return err
+		}
 	}
 	u, err := uninstall.New(kube, o)
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
 	return planThenApply(o.Out, apply, func() (*uninstall.Plan, error) { return u.Plan(ctx) },
 		func(p *uninstall.Plan) (*uninstall.Report, error) { return u.Apply(ctx, p) })
 }
@@ -98,6 +104,6 @@ func planThenApply[P interface{ Print(io.Writer, bool) }, R interface{ Print(io.
 
 // adoptUndo is adopt --undo: the Machines adopt adopted, the MachineSets and
 // the ControlPlaneMachineSet it wrote are released, the provider stays.
-func adoptUndo(cmd *cobra.Command, cloudName, namespace, kubeconfig string, wait time.Duration, apply bool, zapOpts *zap.Options) error {
-	return runRelease(cmd, uninstall.Options{Namespace: namespace, Cloud: cloudName, AdoptedOnly: true, Wait: wait}, kubeconfig, apply, zapOpts)
+func adoptUndo(cmd *cobra.Command, cloudName, namespace, kubeconfig string, wait time.Duration, apply bool) error {
+	return runRelease(cmd, uninstall.Options{Namespace: namespace, Cloud: cloudName, AdoptedOnly: true, Wait: wait}, kubeconfig, apply)
 }

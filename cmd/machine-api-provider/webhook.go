@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
@@ -31,17 +29,17 @@ validation the actuator runs, and make no cloud API call.
 
 The webhook server needs no cloud credentials: it answers the API server's
 admission requests from what they hold, and the cluster's identity, which it
-reads once from the Infrastructure named cluster (its service account may get
-that one object) unless --cluster-id gives it. A Machine or MachineSet whose
-label machine.openshift.io/cluster-api-cluster names another cluster is
-refused. /readyz answers once the server listens and knows the identity.`,
+reads from the Infrastructure named cluster (its service account may get
+that one object) unless --cluster-id gives it: its infrastructureName and the
+legacy cluster IDs its annotation machine.appuio.io/legacy-cluster-ids
+declares (read again every minute, and when a label names an ID not declared).
+A Machine or MachineSet whose label machine.openshift.io/cluster-api-cluster
+names another cluster is refused. /readyz answers once the server listens and knows the identity.`,
 		Example: `  # in the cluster (config/webhook), with the service CA's certificate
   machine-api-provider webhook --cloud exoscale`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger(&zapOpts)
-			ctrl.SetLogger(log)
-			klog.SetLogger(log)
+			log := commandLog(cmd)
 			o.Log = log
 			var c cloud.Cloud
 			switch cloudName {
@@ -68,11 +66,12 @@ refused. /readyz answers once the server listens and knows the identity.`,
 	f := cmd.Flags()
 	f.StringVar(&cloudName, "cloud", "cloudscale", "the cloud whose provider specs to default and validate: cloudscale or exoscale")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "the cluster's identity, which the label machine.openshift.io/cluster-api-cluster of Machines and MachineSets must name (default: the Infrastructure's status.infrastructureName, read once with the pod's service account)")
+	f.StringSliceVar(&o.LegacyClusterIDs, "legacy-cluster-ids", nil, "with --cluster-id: the legacy cluster IDs the cluster also owns (default: the Infrastructure's annotation machine.appuio.io/legacy-cluster-ids)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file, to read the Infrastructure (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
 	f.IntVar(&o.Port, "port", 9443, "HTTPS port of the webhooks")
 	f.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the serving certificate, tls.crt and tls.key (reloaded when they change)")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":9440", "address of /healthz and /readyz (\"0\" disables them)")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (\"0\" disables it)")
-	bindLogFlags(f, &zapOpts)
+	bindLogFlags(cmd, &zapOpts)
 	return cmd
 }

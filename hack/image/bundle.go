@@ -7,9 +7,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"sigs.k8s.io/yaml"
 )
 
@@ -48,21 +45,6 @@ func BuildBundle(dir string, created time.Time, arch string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: l, MediaType: types.OCILayer, History: v1.History{
-		Created: v1.Time{Time: created}, CreatedBy: "machine-api-provider hack/image --bundle: /manifests, /metadata", Comment: "bundle"}})
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture = arch
-	cf.OS = "linux"
-	cf.Created = v1.Time{Time: created}
-	cf.Config = v1.Config{Labels: meta.Annotations}
-	return mutate.ConfigFile(img, cf)
+	return assemble(arch, created, []layerOf{{l, "machine-api-provider hack/image --bundle: /manifests, /metadata", "bundle"}},
+		v1.Config{Labels: meta.Annotations})
 }

@@ -77,6 +77,8 @@ type Options struct {
 func main() {
 	var (
 		o      Options
+		d      DemoOptions
+		tools  string
 		out    string
 		epoch  string
 		digest string
@@ -90,16 +92,25 @@ func main() {
 	flag.StringVar(&out, "output", "", "OCI layout tarball to write")
 	flag.StringVar(&digest, "digest-file", "", "also write the manifest digest to this file")
 	flag.StringVar(&o.Bundle, "bundle", "", "build the OLM bundle image of this bundle directory (manifests/, metadata/) instead of the provider's image")
+	flag.StringVar(&d.ToolsDir, "demo-tools", "", "build the demo image (make demo in a container) with the tools of this directory, the static --binary as its entrypoint")
+	flag.StringVar(&tools, "demo-tool", "", "comma-separated: the files and directories of --demo-tools the demo image takes")
+	flag.StringVar(&d.OpenShiftAPI, "openshift-api", "", "the openshift/api module's directory, whose CRDs the demo image takes")
 	flag.Parse()
-	if err := run(o, epoch, out, digest); err != nil {
+	if tools != "" {
+		d.Tools = strings.Split(tools, ",")
+	}
+	if err := run(o, d, epoch, out, digest); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(o Options, epoch, out, digestFile string) error {
+func run(o Options, d DemoOptions, epoch, out, digestFile string) error {
 	if (o.Binary == "") == (o.Bundle == "") || out == "" {
 		return errors.New("--output and one of --binary and --bundle are required")
+	}
+	if d.ToolsDir != "" && (len(d.Tools) == 0 || d.OpenShiftAPI == "" || o.Binary == "") {
+		return errDemoFlags
 	}
 	secs, err := strconv.ParseInt(epoch, 10, 64)
 	if err != nil {
@@ -108,9 +119,21 @@ func run(o Options, epoch, out, digestFile string) error {
 	o.Created = time.Unix(secs, 0).UTC()
 
 	var img v1.Image
-	if o.Bundle != "" {
+	switch {
+	case o.Bundle != "":
 		img, err = BuildBundle(o.Bundle, o.Created, o.Arch)
-	} else {
+	case d.ToolsDir != "":
+		d.Binary, d.Arch = o.Binary, o.Arch
+		scratch, err := os.MkdirTemp("", "demo-image-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(scratch)
+		img, err = BuildDemo(o, d, scratch)
+		if err != nil {
+			return err
+		}
+	default:
 		img, err = Build(o)
 	}
 	if err != nil {
@@ -120,7 +143,7 @@ func run(o Options, epoch, out, digestFile string) error {
 	if err := WriteOCITarball(idx, out, o.Created); err != nil {
 		return err
 	}
-	d, err := img.Digest()
+	dg, err := img.Digest()
 	if err != nil {
 		return err
 	}
@@ -129,11 +152,11 @@ func run(o Options, epoch, out, digestFile string) error {
 		return err
 	}
 	if digestFile != "" {
-		if err := os.WriteFile(digestFile, []byte(d.String()+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(digestFile, []byte(dg.String()+"\n"), 0o644); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("wrote %s (%s, OCI image layout tarball, %d bytes)\n  manifest digest %s\n", out, o.RefName, st.Size(), d)
+	fmt.Printf("wrote %s (%s, OCI image layout tarball, %d bytes)\n  manifest digest %s\n", out, o.RefName, st.Size(), dg)
 	return nil
 }
 
@@ -144,11 +167,91 @@ func Build(o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	base, err := baseLayer(o.Created)
+	if err != nil {
+		return nil, err
+	}
+	app, err := layer(o.Created, []entry{{name: BinaryPath[1:], mode: 0o755, data: bin}})
+	if err != nil {
+		return nil, err
+	}
+
+	return assemble(o.Arch, o.Created, []layerOf{
+		{base, baseCreatedBy, "base"},
+		{app, "machine-api-provider hack/image: " + BinaryPath, "binary"},
+	}, v1.Config{
+		User:       fmt.Sprintf("%d:%d", NonRoot, NonRoot),
+		Entrypoint: []string{BinaryPath},
+		WorkingDir: "/",
+		Env: []string{
+			"PATH=" + defaultPath,
+			"SSL_CERT_FILE=" + TrustBundle,
+		},
+		Labels: o.labels("machine-api-provider"),
+	})
+}
+
+// defaultPath is the images' PATH.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// labels are the OCI labels of an image titled title.
+func (o Options) labels(title string) map[string]string {
+	labels := map[string]string{
+		"org.opencontainers.image.title":   title,
+		"org.opencontainers.image.created": o.Created.Format(time.RFC3339),
+	}
+	if o.Source != "" {
+		labels["org.opencontainers.image.source"] = o.Source
+	}
+	if o.Revision != "" {
+		labels["org.opencontainers.image.revision"] = o.Revision
+	}
+	return labels
+}
+
+// layerOf is a layer of an image and its history.
+type layerOf struct {
+	layer              v1.Layer
+	createdBy, comment string
+}
+
+// assemble is an OCI image of layers for linux/arch, every timestamp
+// created, with the config cfg.
+func assemble(arch string, created time.Time, layers []layerOf, cfg v1.Config) (v1.Image, error) {
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	t := v1.Time{Time: created}
+	var adds []mutate.Addendum
+	for _, l := range layers {
+		adds = append(adds, mutate.Addendum{Layer: l.layer, MediaType: types.OCILayer, History: v1.History{Created: t, CreatedBy: l.createdBy, Comment: l.comment}})
+	}
+	img, err := mutate.Append(img, adds...)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture = arch
+	cf.OS = "linux"
+	cf.Created = t
+	cf.Config = cfg
+	return mutate.ConfigFile(img, cf)
+}
+
+// baseCreatedBy is the base layer's history.
+const baseCreatedBy = "machine-api-provider hack/image: /etc/passwd, /etc/group, CA certificates (x509roots/fallback), /tmp"
+
+// baseLayer is what distroless/static:nonroot would provide: users, CA
+// certificates, /tmp.
+func baseLayer(created time.Time) (v1.Layer, error) {
 	certs, err := caBundle()
 	if err != nil {
 		return nil, err
 	}
-	base, err := layer(o.Created, []entry{
+	return layer(created, []entry{
 		{name: "etc/", mode: 0o755},
 		{name: "etc/group", mode: 0o644, data: []byte("root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n")},
 		{name: "etc/nsswitch.conf", mode: 0o644, data: []byte("hosts: files dns\n")},
@@ -163,55 +266,6 @@ func Build(o Options) (v1.Image, error) {
 		{name: "home/nonroot/", mode: 0o700, uid: NonRoot},
 		{name: "tmp/", mode: 0o1777},
 	})
-	if err != nil {
-		return nil, err
-	}
-	app, err := layer(o.Created, []entry{{name: BinaryPath[1:], mode: 0o755, data: bin}})
-	if err != nil {
-		return nil, err
-	}
-
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	created := v1.Time{Time: o.Created}
-	img, err = mutate.Append(img,
-		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{
-			Created: created, CreatedBy: "machine-api-provider hack/image: /etc/passwd, /etc/group, CA certificates (x509roots/fallback), /tmp", Comment: "base"}},
-		mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
-			Created: created, CreatedBy: "machine-api-provider hack/image: " + BinaryPath, Comment: "binary"}},
-	)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture = o.Arch
-	cf.OS = "linux"
-	cf.Created = created
-	labels := map[string]string{
-		"org.opencontainers.image.title":   "machine-api-provider",
-		"org.opencontainers.image.created": o.Created.Format(time.RFC3339),
-	}
-	if o.Source != "" {
-		labels["org.opencontainers.image.source"] = o.Source
-	}
-	if o.Revision != "" {
-		labels["org.opencontainers.image.revision"] = o.Revision
-	}
-	cf.Config = v1.Config{
-		User:       fmt.Sprintf("%d:%d", NonRoot, NonRoot),
-		Entrypoint: []string{BinaryPath},
-		WorkingDir: "/",
-		Env: []string{
-			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			"SSL_CERT_FILE=" + TrustBundle,
-		},
-		Labels: labels,
-	}
-	return mutate.ConfigFile(img, cf)
 }
 
 // Index wraps img in an OCI image index naming it refName the way BuildKit's
@@ -263,15 +317,19 @@ func WriteOCITarball(idx v1.ImageIndex, path string, mtime time.Time) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if err := writeTar(&buf, mtime, entries); err != nil {
-		return err
-	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := writeTar(f, mtime, entries); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -298,23 +356,20 @@ func dirEntries(base, root string) ([]entry, error) {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("%s: not a regular file", p)
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		entries = append(entries, entry{name: rel, mode: 0o644, data: data})
+		entries = append(entries, entry{name: rel, mode: 0o644, src: p})
 		return nil
 	})
 	return entries, err
 }
 
-// entry is a file (data) or directory (name ending in /) in a tarball;
-// uid is also its gid.
+// entry is a file (data, or read from src when written) or directory (name
+// ending in /) in a tarball; uid is also its gid.
 type entry struct {
 	name string
 	mode int64
 	uid  int
 	data []byte
+	src  string
 }
 
 func layer(mtime time.Time, entries []entry) (v1.Layer, error) {
@@ -347,14 +402,42 @@ func writeTar(w io.Writer, mtime time.Time, entries []entry) error {
 			h.Typeflag = tar.TypeReg
 			h.Size = int64(len(e.data))
 		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
+		if e.src == "" {
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+			if _, err := tw.Write(e.data); err != nil {
+				return err
+			}
+			continue
 		}
-		if _, err := tw.Write(e.data); err != nil {
+		if err := copyInto(tw, h, e.src); err != nil {
 			return err
 		}
 	}
 	return tw.Close()
+}
+
+// copyInto writes the file src as h (its size) into tw, streamed.
+func copyInto(tw *tar.Writer, h *tar.Header, src string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	h.Size = st.Size()
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	n, err := io.Copy(tw, f)
+	if err == nil && n != h.Size {
+		err = fmt.Errorf("%s changed while it was read", src)
+	}
+	return err
 }
 
 // caBundle returns the Mozilla NSS roots of the pinned x509roots/fallback

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,17 +57,29 @@ func pinnedConfig(t testing.TB, image string) string {
 // kustomize renders root/config/<dir> with the pinned kustomize.
 func kustomize(t testing.TB, root, dir string) []byte {
 	t.Helper()
-	bin := filepath.Join(repoRoot(t), "bin", "kustomize")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s: %v (make kustomize)", bin, err)
+	if _, err := os.Stat(filepath.Join(repoRoot(t), "bin", "kustomize")); err != nil {
+		t.Fatalf("%v (make kustomize)", err)
+	}
+	out, err := kustomizeErr(root, dir)
+	if err != nil {
+		t.Fatalf("kustomize build config/%s: %v", dir, err)
+	}
+	return out
+}
+
+// kustomizeErr renders root/config/<dir>, or says why it cannot.
+func kustomizeErr(root, dir string) ([]byte, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, "build", filepath.Join(root, "config", dir))
+	cmd := exec.Command(filepath.Join(wd, "..", "..", "bin", "kustomize"), "build", filepath.Join(root, "config", dir))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("kustomize build config/%s: %v\n%s", dir, err, stderr.String())
+		return nil, fmt.Errorf("%w\n%s", err, stderr.String())
 	}
-	return stdout.Bytes()
+	return stdout.Bytes(), nil
 }
 
 func decode(t testing.TB, data []byte) []*unstructured.Unstructured {

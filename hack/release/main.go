@@ -51,11 +51,19 @@ func pinCommand(args []string) error {
 	f := flag.NewFlagSet("pin", flag.ExitOnError)
 	file := f.String("file", "config/image/kustomization.yaml", "the image component to pin")
 	image := f.String("image", "", "the image by digest: <registry>/<repository>@sha256:<digest>")
+	runbooks := f.String("runbooks-ref", "", "also point the alerts' runbook_url at this ref (the release's tag) instead of main")
+	rules := f.String("rules", "config/prometheus/prometheusrule.yaml", "the PrometheusRule whose runbook_url --runbooks-ref pins")
 	_ = f.Parse(args)
 	if err := Pin(*file, *image); err != nil {
 		return err
 	}
 	fmt.Printf("%s: the image is %s\n", *file, *image)
+	if *runbooks != "" {
+		if err := PinRunbooks(*file, *rules, *runbooks); err != nil {
+			return err
+		}
+		fmt.Printf("%s: the alerts' runbooks are those of %s\n", *file, *runbooks)
+	}
 	return nil
 }
 
@@ -66,6 +74,8 @@ func notesCommand(args []string) error {
 	f.StringVar(&o.Version, "version", "", "the release, vX.Y.Z")
 	f.StringVar(&o.Image, "image", "", "the provider's image by digest")
 	f.StringVar(&o.Repository, "repository", "https://github.com/appuio/machine-api-provider", "the repository, for the install commands")
+	f.StringVar(&o.SignerIdentity, "signer-identity", "", "the identity whose Sigstore certificate signs the release (make release-sign); empty: the notes say it is not signed")
+	f.StringVar(&o.SignerIssuer, "signer-issuer", "https://github.com/login/oauth", "the OIDC issuer of --signer-identity")
 	out := f.String("out", "", "write the notes here (default stdout)")
 	_ = f.Parse(args)
 	data, err := os.ReadFile(*changelog)

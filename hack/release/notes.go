@@ -17,6 +17,11 @@ type NotesOptions struct {
 	Image string
 	// Repository is the repository's URL, for the install commands.
 	Repository string
+	// SignerIdentity and SignerIssuer, when set, are the identity (an
+	// email, or a CI workflow's URL) and OIDC issuer whose Sigstore
+	// certificate signs SHA256SUMS and the image (make release-sign):
+	// the notes give the commands that verify them.
+	SignerIdentity, SignerIssuer string
 }
 
 // sectionHeading is a Keep a Changelog version heading: "## [1.2.3] -
@@ -123,8 +128,42 @@ unchanged, so that the manifests install it from there with only the repository 
 
     skopeo copy --preserve-digests oci-archive:machine-api-provider.oci.tar docker://registry.example.com/appuio/machine-api-provider:%[3]s
     sed 's|%[4]s@|registry.example.com/appuio/machine-api-provider@|' install-cloudscale.yaml | oc apply -f -
-`, o.Image, o.Repository, o.Version, imageRepo(o.Image))
+
+## Verifying
+
+SHA256SUMS lists every file of the release (sha256sum -c above). The image is named by its digest
+everywhere, so what a cluster pulls is exactly what was built; the registry says the same:
+
+    skopeo inspect --format '{{.Digest}}' docker://%[4]s:%[3]s    # %[5]s
+
+Anyone can build it again from the tag and get that digest (docs/releasing.md):
+
+    git clone --branch %[3]s %[2]s && cd machine-api-provider && make image
+    cat _output/machine-api-provider.oci.tar.digest
+`, o.Image, o.Repository, o.Version, imageRepo(o.Image), imageDigest(o.Image))
+	if o.SignerIdentity == "" {
+		b.WriteString("\nThis release is not signed: check it by SHA256SUMS and the digest.\n")
+		return b.String(), nil
+	}
+	fmt.Fprintf(&b, `
+SHA256SUMS and the image are signed with Sigstore's cosign (keyless: a certificate for %[1]s from
+%[2]s, logged in Sigstore's public transparency log). With cosign:
+
+    cosign verify-blob --bundle SHA256SUMS.sigstore.json \
+        --certificate-identity '%[1]s' --certificate-oidc-issuer '%[2]s' SHA256SUMS
+    cosign verify --certificate-identity '%[1]s' --certificate-oidc-issuer '%[2]s' %[3]s
+    cosign verify-attestation --type cyclonedx \
+        --certificate-identity '%[1]s' --certificate-oidc-issuer '%[2]s' %[3]s    # the SBOM, attested
+`, o.SignerIdentity, o.SignerIssuer, o.Image)
 	return b.String(), nil
+}
+
+// imageDigest is the digest of an image reference by digest.
+func imageDigest(image string) string {
+	if _, d, ok := strings.Cut(image, "@"); ok {
+		return d
+	}
+	return ""
 }
 
 // imageRepo is an image reference without its digest or tag.

@@ -62,6 +62,24 @@ func TestNotes(t *testing.T) {
 		if strings.Contains(notes, "[1.1.0]: https://") || (version != "v1.1.0" && strings.Contains(notes, "A fix.")) {
 			t.Errorf("%s: the notes hold another section:\n%s", version, notes)
 		}
+		if !strings.Contains(notes, "# "+strings.TrimPrefix(image, "ghcr.io/appuio/machine-api-provider@")) || !strings.Contains(notes, "not signed") || strings.Contains(notes, "cosign") {
+			t.Errorf("%s: the unsigned notes do not say how to verify by digest and sums alone:\n%s", version, notes)
+		}
+	}
+	// Signed (make release-sign): the commands that verify the signatures
+	// name the signer and the image by digest.
+	notes, err := Notes(changelog, NotesOptions{Version: "v1.1.0", Image: image, Repository: "https://github.com/appuio/machine-api-provider",
+		SignerIdentity: "releases@appuio.example", SignerIssuer: "https://github.com/login/oauth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"cosign verify-blob --bundle SHA256SUMS.sigstore.json", "--certificate-identity 'releases@appuio.example' --certificate-oidc-issuer 'https://github.com/login/oauth' " + image} {
+		if !strings.Contains(notes, s) {
+			t.Errorf("the signed notes lack %q:\n%s", s, notes)
+		}
+	}
+	if strings.Contains(notes, "not signed") {
+		t.Errorf("the signed notes say they are not:\n%s", notes)
 	}
 	for _, bad := range []string{"v2.0.0", "1.1.0", "v1.1"} {
 		if _, err := Notes(changelog, NotesOptions{Version: bad, Image: image}); err == nil {
@@ -71,8 +89,13 @@ func TestNotes(t *testing.T) {
 }
 
 // TestChangelogOfTheRepository: CHANGELOG.md makes the notes of a
-// pre-release (from [Unreleased], empty right after a release) and of
-// v0.1.0, the release cut, with its date.
+// pre-release (from [Unreleased]); every version section is dated; and the
+// first release's notes read as a first release: its section (or, before
+// it is cut, [Unreleased]) says what the provider is and has, never what
+// "changed", was "removed" or "deprecated", nor how to upgrade, from states
+// nobody could install. (A [0.1.0] once kept growing after its date, with
+// Changed, Removed and Upgrading sections about unreleased code, while no
+// release was cut.)
 func TestChangelogOfTheRepository(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(repoRoot(t), "CHANGELOG.md"))
 	if err != nil {
@@ -81,10 +104,24 @@ func TestChangelogOfTheRepository(t *testing.T) {
 	if _, err := Notes(string(data), NotesOptions{Version: "v0.0.0-dev", Image: testImage}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Notes(string(data), NotesOptions{Version: "v0.1.0", Image: testImage}); err != nil {
-		t.Fatal(err)
+	headings := sectionHeading.FindAllStringSubmatch(string(data), -1)
+	first := "Unreleased"
+	for _, h := range headings {
+		if h[1] == "Unreleased" {
+			continue
+		}
+		if !regexp.MustCompile(`^## \[[0-9][^\]]*\] - \d{4}-\d{2}-\d{2}$`).MatchString(h[0]) {
+			t.Errorf("CHANGELOG.md: %q: a release's section is `## [X.Y.Z] - YYYY-MM-DD`", h[0])
+		}
+		first = h[1]
 	}
-	if !regexp.MustCompile(`(?m)^## \[0\.1\.0\] - \d{4}-\d{2}-\d{2}$`).Match(data) {
-		t.Error("CHANGELOG.md has no dated section ## [0.1.0] - YYYY-MM-DD")
+	body, ok := ChangelogSection(string(data), first)
+	if !ok || strings.TrimSpace(body) == "" {
+		t.Fatalf("CHANGELOG.md: the first release's section [%s] is empty", first)
+	}
+	for _, h := range []string{"### Changed", "### Removed", "### Deprecated", "### Upgrading", "### Fixed"} {
+		if strings.Contains(body, h) {
+			t.Errorf("CHANGELOG.md: the first release's section [%s] has %q: nothing was released before it to change", first, h)
+		}
 	}
 }

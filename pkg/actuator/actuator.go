@@ -15,13 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
 	"github.com/appuio/machine-api-provider/pkg/userdata"
 )
 
 // ClusterIDLabel names the cluster a Machine belongs to; its servers are
 // tagged with it.
-const ClusterIDLabel = "machine.openshift.io/cluster-api-cluster"
+const ClusterIDLabel = clusterid.Label
 
 // Options tune the actuator; zero values take the defaults.
 type Options struct {
@@ -30,6 +31,11 @@ type Options struct {
 	// on carry it, and a Machine whose cluster label names another cluster
 	// is refused (scope.go, clusterOf). Required.
 	ClusterID string
+	// LegacyClusterIDs are the cluster IDs an admin declared this cluster
+	// also owns (pkg/clusterid): a Machine labelled with one is the
+	// cluster's, and its servers are those carrying that ID and its name,
+	// as for ClusterID. Parsed and checked by the manager.
+	LegacyClusterIDs []string
 	// CreateGrace is how long after a create whose answer was never seen
 	// (a timeout, a lost response, a crash of this or a predecessor
 	// process) the server may still appear: no second create is sent for
@@ -83,6 +89,8 @@ type Actuator struct {
 	o        Options
 	userData *userdata.Renderer
 	now      func() time.Time
+	// ids is the cluster's identity: ClusterID and LegacyClusterIDs.
+	ids clusterid.IDs
 
 	// seen keeps the server Exists found for the Update that follows it in
 	// the same reconcile.
@@ -147,6 +155,7 @@ func New(c client.Client, accounts *cloud.Accounts, recorder record.EventRecorde
 	return &Actuator{
 		client: c, secrets: secrets, cloud: accounts.Cloud(), accounts: accounts,
 		recorder: recorder, log: log, o: o, userData: userData, now: time.Now,
+		ids:         clusterid.IDs{Own: o.ClusterID, Legacy: o.LegacyClusterIDs},
 		createSlots: make(chan struct{}, o.MaxConcurrentCreates),
 	}
 }

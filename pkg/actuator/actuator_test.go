@@ -133,8 +133,10 @@ func TestMachineBecomesServer(t *testing.T) {
 	if len(s.Volumes) == 0 || s.Volumes[0].SizeGB != 50 {
 		t.Errorf("root volume %v, want 50 GB first", s.Volumes)
 	}
-	if got := userDataOf(t, e, s.UUID); got != canaryUserData {
-		t.Errorf("user data of the server is %q, want the secret's Ignition untouched", got)
+	// The secret's Ignition, with the Machine's name as its hostname
+	// (hostname_test.go).
+	if got, want := userDataOf(t, e, s.UUID), strings.TrimSuffix(canaryUserData, "}")+`,"storage":{"files":[{"contents":{"source":"data:,worker-a"},"mode":420,"overwrite":true,"path":"/etc/hostname"}]}}`; got != want {
+		t.Errorf("user data of the server is %q, want the secret's Ignition with its Machine's hostname %q", got, want)
 	}
 
 	if m.Spec.ProviderID == nil || *m.Spec.ProviderID != "cloudscale://"+s.UUID {

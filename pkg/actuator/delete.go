@@ -47,10 +47,15 @@ func (a *Actuator) delete(ctx context.Context, m *machinev1.Machine) error {
 		return nil
 	}
 	if err := a.checkCluster(m); err != nil {
-		// A Machine that names another cluster (or none) got no server
-		// from this provider, which refuses it, and the server its
-		// provider ID may name is another cluster's: it goes without a
-		// cloud call, and nothing of it is touched.
+		if a.verifiedID(m) != "" {
+			// Held (heldDelete): a provider recorded its server.
+			return a.heldDelete(ctx, m, err)
+		}
+		// A Machine that names another cluster (or none) and never
+		// recorded a server got none from this provider, which refuses
+		// it, and the server its provider ID may name is another
+		// cluster's: it goes without a cloud call, and nothing of it is
+		// touched.
 		a.recorder.Event(m, corev1.EventTypeNormal, "NothingDeleted", cloud.Truncate(fmt.Sprintf(
 			"no server was deleted: %v", err)))
 		a.forget(m)

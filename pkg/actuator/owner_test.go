@@ -11,7 +11,6 @@ import (
 
 	"github.com/cloudscale-ch/cloudscale-go-sdk/v8"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -214,20 +213,7 @@ func TestNodeByNameAndAddressHoldsTheDelete(t *testing.T) {
 	createMachine(t, e, "worker-a", spec(nil))
 	waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
 	s := serversOf(t, e, "worker-a")[0]
-	var ip string
-	for _, i := range s.Interfaces {
-		for _, a := range i.Addresses {
-			ip = a.Address
-		}
-	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-a"}}
-	if err := e.Client.Create(context.Background(), node); err != nil {
-		t.Fatal(err)
-	}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
-	if err := e.Client.Status().Update(context.Background(), node); err != nil {
-		t.Fatal(err)
-	}
+	node := nodeOn(t, e, "worker-a", &s)
 	deleteMachine(t, e, "worker-a")
 	waitEvent(t, e, "worker-a", "DeleteRefused", s.UUID, "Node worker-a (by name and address)")
 	if _, err := sdk(e).Servers.Get(context.Background(), s.UUID); err != nil {

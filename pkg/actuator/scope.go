@@ -61,7 +61,7 @@ func (a *Actuator) scopeWith(m *machinev1.Machine, spec cloud.Spec, creds cloud.
 	}
 	return &scope{
 		a: a, machine: m, spec: spec, account: acc, client: acc.Client,
-		view: acc.View(clusterID), ref: cloud.MachineRef{Name: m.Name, ClusterID: clusterID},
+		view: acc.View(clusterID), ref: cloud.MachineRef{Name: m.Name, ClusterID: clusterID, AlsoOwns: a.ids.Besides(clusterID)},
 	}, nil
 }
 
@@ -97,26 +97,27 @@ func (a *Actuator) deleteScope(ctx context.Context, m *machinev1.Machine) (*scop
 var clusterLabelPath = field.NewPath("metadata", "labels").Key(ClusterIDLabel)
 
 // clusterOf is the cluster the Machine's servers are tagged with: the
-// cluster the actuator is pinned to (Options.ClusterID, the Infrastructure's
-// infrastructureName), which the Machine's label must name. The label is
-// never taken as the identity itself: a Machine copied from another cluster,
-// or labelled by a wrong `adopt --cluster-id`, would make that cluster's
-// servers this one's.
+// Machine's label, which must name the cluster the actuator is pinned to
+// (Options.ClusterID, the Infrastructure's infrastructureName) or one of
+// the legacy IDs an admin declared it also owns (Options.LegacyClusterIDs,
+// pkg/clusterid). The label alone never makes an ID the cluster's: a
+// Machine copied from another cluster, or labelled by a wrong `adopt
+// --cluster-id`, would make that cluster's servers this one's.
 func (a *Actuator) clusterOf(m *machinev1.Machine) (string, error) {
 	if err := a.checkCluster(m); err != nil {
 		return "", err
 	}
-	return a.o.ClusterID, nil
+	return m.Labels[ClusterIDLabel], nil
 }
 
-// checkCluster refuses a Machine whose cluster label is missing or names
-// another cluster than the pinned one.
+// checkCluster refuses a Machine whose cluster label is missing or names a
+// cluster this one does not own.
 func (a *Actuator) checkCluster(m *machinev1.Machine) error {
 	switch id := m.Labels[ClusterIDLabel]; {
 	case id == "":
 		return invalidf(clusterLabelPath, "required: the cluster's infrastructure name (%q), which tags the Machine's server", a.o.ClusterID)
-	case id != a.o.ClusterID:
-		return invalidf(clusterLabelPath, "names cluster %q, and this cluster is %q (the Infrastructure's infrastructureName): a Machine of another cluster is never acted on, nor its servers touched; fix the label or delete the Machine", id, a.o.ClusterID)
+	case !a.ids.Owns(id):
+		return invalidf(clusterLabelPath, "%s", a.ids.NotOurs(id, "Machine"))
 	}
 	return nil
 }

@@ -18,8 +18,9 @@ import (
 const maxSelectedSecrets = 32
 
 // userData reads the user data the spec refers to and renders it, with the
-// secrets the spec's selector picks, and then makes its machine config
-// server CA the current one (managedca.go).
+// secrets the spec's selector picks, then makes its machine config server
+// CA the current one (managedca.go) and the Machine's name its hostname
+// (hostname.go).
 func (s *scope) userData(ctx context.Context) ([]byte, error) {
 	name := s.spec.UserDataSecretName()
 	if name == "" {
@@ -37,7 +38,10 @@ func (s *scope) userData(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.a.followManagedCA(ctx, s.machine, out)
+	if out, err = s.a.followManagedCA(ctx, s.machine, out); err != nil {
+		return nil, err
+	}
+	return s.withHostname(out)
 }
 
 // selectedSecrets lists the secrets the spec's userDataSecretSelector picks

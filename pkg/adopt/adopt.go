@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
 )
 
@@ -35,8 +36,15 @@ type Options struct {
 	// their own cluster_id, which the installer's infrastructureName
 	// (<cluster name>-<5 random characters>) is not. Such servers are
 	// adopted only when it names that ID, explicitly: their Machines carry
-	// the cluster's identity, and so, retagged, do they.
+	// the cluster's identity, and so, retagged, do they. An ID the cluster
+	// declares as its own legacy ID (pkg/clusterid) needs no take-over,
+	// and is refused here: its servers are adopted as they are tagged.
 	TakeOverClusterID string
+	// LegacyClusterIDs are the legacy cluster IDs the cluster owns besides
+	// ClusterID (pkg/clusterid), read from the Infrastructure by New: its
+	// servers tagged with one are adopted as they are, their Machines and
+	// MachineSets labelled with it, nothing retagged.
+	LegacyClusterIDs []string
 	// Zones to look in; every zone of the account when empty.
 	Zones []string
 	// LeaveRoles are roles whose groups stay Terraform's, left alone
@@ -76,6 +84,11 @@ type Adopter struct {
 	record *orphans.Adoptions
 }
 
+// ids is the cluster's identity: ClusterID and LegacyClusterIDs.
+func (a *Adopter) ids() clusterid.IDs {
+	return clusterid.IDs{Own: a.o.ClusterID, Legacy: a.o.LegacyClusterIDs}
+}
+
 // New returns an Adopter acting with the cloud credentials Options name.
 func New(ctx context.Context, kube client.Client, c cloud.Cloud, o Options) (*Adopter, error) {
 	if o.Namespace == "" {
@@ -90,13 +103,17 @@ func New(ctx context.Context, kube client.Client, c cloud.Cloud, o Options) (*Ad
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
-	id, err := clusterIdentity(ctx, kube, o.ClusterID, o.TakeOverClusterID)
+	ids, err := clusterIdentity(ctx, kube, o.ClusterID, o.TakeOverClusterID)
 	if err != nil {
 		return nil, err
 	}
-	o.ClusterID = id
+	o.ClusterID, o.LegacyClusterIDs = ids.Own, ids.Legacy
 	if o.TakeOverClusterID == o.ClusterID {
 		o.TakeOverClusterID = ""
+	}
+	if ids.IsLegacy(o.TakeOverClusterID) {
+		return nil, fmt.Errorf("--take-over-cluster-id %s: %q is declared as this cluster's legacy ID (annotation %s of the Infrastructure %s): its servers are this cluster's already and are adopted as they are tagged, their Machines carrying it; leave --take-over-cluster-id out",
+			o.TakeOverClusterID, o.TakeOverClusterID, clusterid.LegacyAnnotation, clusterid.InfrastructureName)
 	}
 	field := "--credentials-secret"
 	creds, err := cloud.ReadCredentials(ctx, kube, c, o.Namespace, o.CredentialsSecret, field)
@@ -120,27 +137,41 @@ func New(ctx context.Context, kube client.Client, c cloud.Cloud, o Options) (*Ad
 // refused by the webhooks and failed by the provider, and before the
 // provider was pinned they enrolled that cluster's servers in its janitor.
 // Servers tagged with another ID are taken over with takeOver instead.
-func clusterIdentity(ctx context.Context, kube client.Client, given, takeOver string) (string, error) {
+func clusterIdentity(ctx context.Context, kube client.Client, given, takeOver string) (clusterid.IDs, error) {
 	var infra configv1.Infrastructure
-	err := kube.Get(ctx, client.ObjectKey{Name: "cluster"}, &infra)
+	err := kube.Get(ctx, client.ObjectKey{Name: clusterid.InfrastructureName}, &infra)
 	name := infra.Status.InfrastructureName
 	switch {
 	case err != nil && !isNoKind(err):
-		return "", fmt.Errorf("reading the cluster's identity, the Infrastructure's infrastructureName: %w", err)
+		return clusterid.IDs{}, fmt.Errorf("reading the cluster's identity, the Infrastructure's infrastructureName: %w", err)
 	case err == nil && name == "" && given == "":
-		return "", errors.New("the Infrastructure names no infrastructureName: give --cluster-id")
-	case err == nil && name != "" && given != "" && given != name:
-		hint := fmt.Sprintf("to adopt servers tagged with %q, give --take-over-cluster-id %s (and no --cluster-id)", given, given)
-		if takeOver != "" {
+		return clusterid.IDs{}, errors.New("the Infrastructure names no infrastructureName: give --cluster-id")
+	}
+	if err != nil {
+		// No Infrastructure: the given ID, no legacy ones.
+		if given == "" {
+			return clusterid.IDs{}, errors.New("this cluster has no Infrastructure to read its identity from: give --cluster-id")
+		}
+		return clusterid.IDs{Own: given}, nil
+	}
+	if name == "" {
+		return clusterid.IDs{Own: given}, nil
+	}
+	ids, err := clusterid.FromInfrastructure(&infra)
+	if err != nil {
+		return clusterid.IDs{}, err
+	}
+	if given != "" && given != name {
+		hint := fmt.Sprintf("to adopt servers tagged with %q, declare it as this cluster's legacy ID (%s: they are adopted as they are tagged, their Machines carry it), or give --take-over-cluster-id %s (they are retagged with %q); and no --cluster-id", given, ids.DeclareCommand(given), given, name)
+		switch {
+		case ids.IsLegacy(given):
+			hint = fmt.Sprintf("leave --cluster-id out: %q is declared as this cluster's legacy ID, and servers tagged with it are adopted as they are", given)
+		case takeOver != "":
 			hint = "leave --cluster-id out"
 		}
-		return "", fmt.Errorf("--cluster-id %q is not this cluster's identity %q (the Infrastructure's infrastructureName), which the Machines must carry and the provider is pinned to: %s", given, name, hint)
-	case name != "":
-		return name, nil
-	case given == "":
-		return "", errors.New("this cluster has no Infrastructure to read its identity from: give --cluster-id")
+		return clusterid.IDs{}, fmt.Errorf("--cluster-id %q is not this cluster's identity %q (the Infrastructure's infrastructureName), which the Machines must carry and the provider is pinned to: %s", given, name, hint)
 	}
-	return given, nil
+	return ids, nil
 }
 
 // Scheme holds every kind adopt reads and writes.

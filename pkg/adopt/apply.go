@@ -140,7 +140,7 @@ func (a *Adopter) adoptions(p *Plan) []orphans.Adoption {
 				continue
 			}
 			ad := orphans.Adoption{ServerID: m.Found.ID, ServerName: m.Found.Name,
-				ClusterID: a.o.ClusterID, TaggedAs: m.Found.ClusterID, Since: now}
+				ClusterID: a.groupID(g), TaggedAs: m.Found.ClusterID, Since: now}
 			switch m.Action {
 			case ActAdopt:
 				ad.Machine, ad.Expires = m.MachineName, now.Add(orphans.AdoptionTTL)
@@ -188,7 +188,7 @@ func (a *Adopter) applyInPlace(ctx context.Context, g *Group, r *Report) error {
 		return err
 	}
 	for _, fg := range g.TakeOver {
-		changed, err := a.a.TakeOverGroup(ctx, a.o.ClusterID, g.AntiAffinityKey, fg)
+		changed, err := a.a.TakeOverGroup(ctx, a.groupID(g), g.AntiAffinityKey, fg)
 		if err != nil {
 			return fmt.Errorf("taking over the anti-affinity group %s: %w", fg.Name, err)
 		}
@@ -207,7 +207,7 @@ func (a *Adopter) applyInPlace(ctx context.Context, g *Group, r *Report) error {
 		if !m.Restore || g.Spec == nil {
 			continue
 		}
-		changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.o.ClusterID}, g.Spec, m.Found)
+		changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: m.restoreID}, g.Spec, m.Found)
 		if err != nil {
 			failed = append(failed, fmt.Errorf("%s: giving the server its Machine's identity back: %w", m.Found.Name, err))
 			continue
@@ -256,7 +256,7 @@ func (a *Adopter) applyInPlace(ctx context.Context, g *Group, r *Report) error {
 // the adoption record (Apply) keeps the janitor from counting it as an
 // orphan, and a rerun finds the Machine's name in its tags.
 func (a *Adopter) adoptMember(ctx context.Context, g *Group, m *Member, r *Report) error {
-	changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.o.ClusterID}, g.Spec, m.Found)
+	changed, err := a.a.Identify(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.groupID(g)}, g.Spec, m.Found)
 	if err != nil {
 		return fmt.Errorf("giving the server its Machine's identity (no Machine written; run adopt again): %w", err)
 	}

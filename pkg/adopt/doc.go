@@ -27,9 +27,13 @@
 // and exactly that member is evicted from the pool.
 //
 // The Machines carry the cluster's identity, the Infrastructure's
-// infrastructureName, which the provider is pinned to. Servers the modules
-// tagged with another cluster ID (their cluster_id) are taken over only when
-// adopt is told to (TakeOverClusterID), and then carry the cluster's.
+// infrastructureName, which the provider is pinned to, or a legacy cluster
+// ID the cluster declares (pkg/clusterid). Servers the modules tagged with
+// another cluster ID (their cluster_id) are the cluster's as they are when
+// that ID is declared: their Machines and MachineSet carry it, nothing is
+// retagged (group.go, clusterOfGroup). Undeclared, they are taken over
+// only when adopt is told to (TakeOverClusterID), and then carry the
+// infrastructureName.
 //
 // Every step is idempotent: a second run finds what the first did and
 // changes nothing, and counts every Machine it ever made (a MachineSet never

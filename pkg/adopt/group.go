@@ -37,9 +37,16 @@ func (a *Adopter) planGroup(ctx context.Context, g *Group, cl *cluster) error {
 		json []byte
 		spec cloud.Spec
 	}
-	var cands []candidate
+	var rest []*Member
 	for _, m := range g.Members {
-		if a.identify(m, cl) {
+		if !a.identify(m, cl) {
+			rest = append(rest, m)
+		}
+	}
+	a.clusterOfGroup(g, cl, rest)
+	var cands []candidate
+	for _, m := range rest {
+		if m.Action == ActMisfit {
 			continue
 		}
 		spec, b, err := parse(a.cloud, a.memberSpec(g, m))
@@ -93,7 +100,7 @@ func (a *Adopter) planGroup(ctx context.Context, g *Group, cl *cluster) error {
 			continue
 		}
 		m.Misfits = append(m.Misfits, diff(c.json, g.SpecJSON)...)
-		more, err := a.a.Misfits(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.o.ClusterID}, g.Spec, m.Found)
+		more, err := a.a.Misfits(ctx, cloud.MachineRef{Name: m.MachineName, ClusterID: a.groupID(g)}, g.Spec, m.Found)
 		if err != nil {
 			return fmt.Errorf("comparing %s with its group's spec: %w", m.Found.Name, err)
 		}
@@ -169,15 +176,18 @@ func (a *Adopter) identify(m *Member, cl *cluster) bool {
 			// module's own again): the provider leaves such a server
 			// alone, and adopt, told to take that ID over, gives it its
 			// Machine's identity back.
-			m.Restore = mach.Labels[clusterLabel] == a.o.ClusterID && (f.ClusterID != a.o.ClusterID || f.Machine != mach.Name) &&
+			id := mach.Labels[clusterLabel]
+			m.Restore = a.ids().Owns(id) && (f.ClusterID != id || f.Machine != mach.Name) &&
 				(f.ClusterID == "" || a.ours(f.ClusterID))
+			m.restoreID = id
 			return true
 		}
 	}
 	switch {
-	case f.ClusterID != "" && f.ClusterID != a.o.ClusterID && f.ClusterID != a.o.TakeOverClusterID:
+	case f.ClusterID != "" && !a.ours(f.ClusterID):
 		m.Action = ActMisfit
-		m.Misfits = append(m.Misfits, fmt.Sprintf("identity (the server is tagged as cluster %q's, not %q's; --take-over-cluster-id %s takes such servers over)", f.ClusterID, a.o.ClusterID, f.ClusterID))
+		m.Misfits = append(m.Misfits, fmt.Sprintf("identity (the server is tagged as cluster %q's, not %q's; declaring %s as this cluster's legacy ID (%s) adopts such servers as they are tagged, --take-over-cluster-id %s takes them over, retagged)",
+			f.ClusterID, a.o.ClusterID, f.ClusterID, a.ids().DeclareCommand(f.ClusterID), f.ClusterID))
 		return true
 	case f.Machine != "":
 		// Tagged for adoption already (the cloudscale.ch module's
@@ -208,9 +218,74 @@ func (a *Adopter) identify(m *Member, cl *cluster) bool {
 }
 
 // ours says whether adopt may take over what carries a cluster ID: the
-// cluster's own, or the one it was told to take over.
+// cluster's own, a legacy one it declares, or the one it was told to take
+// over.
 func (a *Adopter) ours(clusterID string) bool {
-	return clusterID == a.o.ClusterID || (a.o.TakeOverClusterID != "" && clusterID == a.o.TakeOverClusterID)
+	return a.ids().Owns(clusterID) || (a.o.TakeOverClusterID != "" && clusterID == a.o.TakeOverClusterID)
+}
+
+// clusterOfGroup decides the cluster ID the group's Machines carry
+// (Group.ClusterID): the one its MachineSet or ControlPlaneMachineSet
+// carries when adopt wrote it before; else the legacy ID the cluster
+// declares that its servers carry (pkg/clusterid: they stay as they are
+// tagged, nothing is retagged, and appuio's provider or Terraform find them
+// as they wrote them); else the cluster's infrastructureName. A member
+// tagged with another of the cluster's IDs is left alone: one MachineSet's
+// Machines carry one ID. rest are the members identify did not settle.
+func (a *Adopter) clusterOfGroup(g *Group, cl *cluster, rest []*Member) {
+	g.ClusterID = a.o.ClusterID
+	if id := existingClusterID(g, cl); id != "" {
+		g.ClusterID = id
+	} else {
+		legacy := map[string]bool{}
+		for _, m := range g.Members {
+			if a.ids().IsLegacy(m.Found.ClusterID) {
+				legacy[m.Found.ClusterID] = true
+			}
+			if m.Existing != nil && a.ids().IsLegacy(m.Existing.Labels[clusterLabel]) {
+				legacy[m.Existing.Labels[clusterLabel]] = true
+			}
+		}
+		switch ids := slices.Sorted(maps.Keys(legacy)); len(ids) {
+		case 0:
+		case 1:
+			g.ClusterID = ids[0]
+		default:
+			g.Blocked = fmt.Sprintf("its servers carry %d of the cluster's legacy IDs (%s): one MachineSet's Machines carry one", len(ids), strings.Join(ids, ", "))
+		}
+	}
+	for _, m := range rest {
+		if f := m.Found; f.ClusterID != "" && f.ClusterID != g.ClusterID && a.ids().Owns(f.ClusterID) {
+			m.Action = ActMisfit
+			m.Misfits = append(m.Misfits, fmt.Sprintf("identity (the server is tagged as cluster %q's, and the group's Machines carry %q)", f.ClusterID, g.ClusterID))
+		}
+	}
+}
+
+// groupID is the cluster ID the group's Machines carry (Group.ClusterID,
+// the cluster's own until clusterOfGroup decided).
+func (a *Adopter) groupID(g *Group) string {
+	if g.ClusterID != "" {
+		return g.ClusterID
+	}
+	return a.o.ClusterID
+}
+
+// existingClusterID is the cluster label of what adopt wrote for the group
+// before: its MachineSet's template, or the ControlPlaneMachineSet's.
+func existingClusterID(g *Group, cl *cluster) string {
+	if g.Master {
+		for _, c := range cl.cpms {
+			if t := c.Spec.Template.OpenShiftMachineV1Beta1Machine; t != nil {
+				return t.ObjectMeta.Labels[clusterLabel]
+			}
+		}
+		return ""
+	}
+	if ms := existingMachineSet(cl, g.Name); ms != nil {
+		return ms.Spec.Template.Labels[clusterLabel]
+	}
+	return ""
 }
 
 // memberSpec is the spec of a member's Machine: what the server is, and

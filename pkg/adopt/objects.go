@@ -43,7 +43,7 @@ func (a *Adopter) planObjects(g *Group, cl *cluster) error {
 
 // machineLabels are the labels of a group's Machines.
 func (a *Adopter) machineLabels(g *Group) map[string]string {
-	l := map[string]string{clusterLabel: a.o.ClusterID, roleLabel: g.Role, typeLabel: g.Role}
+	l := map[string]string{clusterLabel: a.groupID(g), roleLabel: g.Role, typeLabel: g.Role}
 	if !g.Master && !g.Exists {
 		l[machineSetLabel] = g.Name
 	}
@@ -84,7 +84,7 @@ func (a *Adopter) machine(g *Group, m *Member) *machinev1beta1.Machine {
 // in another group now) counts: a MachineSet of fewer replicas than it
 // takes over would delete one, maybe a healthy adopted node.
 func (a *Adopter) machineSet(g *Group, cl *cluster) *machinev1beta1.MachineSet {
-	selector := map[string]string{clusterLabel: a.o.ClusterID, machineSetLabel: g.Name}
+	selector := map[string]string{clusterLabel: a.groupID(g), machineSetLabel: g.Name}
 	n := int32(0)
 	counted := map[string]bool{}
 	for _, m := range cl.machines {
@@ -101,7 +101,7 @@ func (a *Adopter) machineSet(g *Group, cl *cluster) *machinev1beta1.MachineSet {
 		}
 	}
 	ms := &machinev1beta1.MachineSet{
-		ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: a.o.Namespace, Labels: map[string]string{clusterLabel: a.o.ClusterID}},
+		ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: a.o.Namespace, Labels: map[string]string{clusterLabel: a.groupID(g)}},
 		Spec: machinev1beta1.MachineSetSpec{
 			Replicas: &n,
 			Selector: metav1.LabelSelector{MatchLabels: selector},
@@ -154,7 +154,7 @@ func (a *Adopter) planCPMS(g *Group, cl *cluster) error {
 		g.CPMSNote = fmt.Sprintf("no ControlPlaneMachineSet: it takes 3 or 5 masters, there are %d", n)
 		return nil
 	}
-	labels := map[string]string{clusterLabel: a.o.ClusterID, roleLabel: "master", typeLabel: "master"}
+	labels := map[string]string{clusterLabel: a.groupID(g), roleLabel: "master", typeLabel: "master"}
 	g.CPMS = &machinev1.ControlPlaneMachineSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: a.o.Namespace, Annotations: map[string]string{WrittenAnnotation: "true"}},
 		Spec: machinev1.ControlPlaneMachineSetSpec{

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/gitops"
 	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
@@ -75,9 +76,17 @@ type Plan struct {
 	// TakeOverClusterID is the other cluster ID whose servers it takes
 	// over (Options.TakeOverClusterID), "" for none.
 	TakeOverClusterID string
-	Groups            []*Group
+	// LegacyClusterIDs are the legacy IDs the cluster declares
+	// (Options.LegacyClusterIDs).
+	LegacyClusterIDs []string
+	Groups           []*Group
 	// Unmatched are servers of the cluster's domain that no Node runs on.
 	Unmatched []cloud.Found
+	// GitOps are the objects adopt works beside that Argo CD or Flux
+	// keeps in sync (gitops.go); GitOpsUnread says what of Argo CD could
+	// not be read.
+	GitOps       []gitops.Finding
+	GitOpsUnread string
 	// servers are every server the survey found; surveyed says there was
 	// one (a Plan made by Plan).
 	servers  []cloud.Found
@@ -89,12 +98,17 @@ type Plan struct {
 // ControlPlaneMachineSet) that describes them.
 type Group struct {
 	// Name is the MachineSet's name, or "control plane" for masters.
-	Name   string
-	Role   string
-	Zone   string
-	Master bool
-	Mode   string
-	Pool   *cloud.FoundPool
+	Name string
+	// ClusterID is the cluster ID its Machines and MachineSet carry, and
+	// its servers are tagged with: the cluster's infrastructureName, or a
+	// legacy ID the cluster declares that its servers carry already
+	// (clusterOfGroup).
+	ClusterID string
+	Role      string
+	Zone      string
+	Master    bool
+	Mode      string
+	Pool      *cloud.FoundPool
 	// Spec is the provider spec a Machine of the group has, as the
 	// webhooks and the actuator default it; SpecJSON its JSON with
 	// sorted members, which every Machine and template of the group
@@ -145,8 +159,9 @@ type Member struct {
 	Machine *machinev1beta1.Machine
 	// Restore: adopted already, but the server no longer carries its
 	// Machine's identity (none, or the ID adopt takes over): adopt gives
-	// it back.
-	Restore bool
+	// it back: the identity of restoreID, its Machine's cluster label.
+	Restore   bool
+	restoreID string
 }
 
 // cluster is what the cluster says about its nodes and Machines.
@@ -190,7 +205,8 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID, TakeOverClusterID: a.o.TakeOverClusterID, servers: found, surveyed: true}
+	p := &Plan{Cloud: a.cloud.Name(), ClusterID: a.o.ClusterID, TakeOverClusterID: a.o.TakeOverClusterID, LegacyClusterIDs: a.ids().Legacy,
+		servers: found, surveyed: true}
 	matched, unmatched := a.match(found, cl.nodes)
 	for _, m := range matched {
 		pid := a.cloud.Name() + "://" + m.Found.ID
@@ -246,6 +262,9 @@ func (a *Adopter) Plan(ctx context.Context) (*Plan, error) {
 		}
 		p.Groups = append(p.Groups, g)
 	}
+	if err := a.gitOps(ctx, p, cl); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -297,11 +316,16 @@ func roleOf(m *Member, clusterIDs ...string) string {
 	}
 	if p := m.Found.Pool; p != nil {
 		// <cluster>_<role>-<n>, the cluster the module's (the one adopt
-		// takes over, or the cluster's own)
+		// takes over, a legacy one, the cluster's own, or any: the
+		// module's cluster_id, which names its resources, need not be
+		// one the cluster owns)
 		for _, id := range append(clusterIDs, "") {
 			name, ok := strings.CutPrefix(p.Name, id+"_")
 			if id == "" {
 				name, ok = p.Name, true
+				if i := strings.LastIndexByte(name, '_'); i >= 0 {
+					name = name[i+1:]
+				}
 			}
 			if !ok {
 				continue
@@ -343,7 +367,11 @@ func isMaster(n *corev1.Node) bool {
 
 // groupOf is the key and a new group for a member.
 func (a *Adopter) groupOf(m *Member) (string, *Group) {
-	role := roleOf(m, a.o.ClusterID, a.o.TakeOverClusterID)
+	ids := a.ids().All()
+	if a.o.TakeOverClusterID != "" {
+		ids = append(ids, a.o.TakeOverClusterID)
+	}
+	role := roleOf(m, ids...)
 	zone := m.Found.Zone
 	g := &Group{Role: role, Zone: zone, Mode: InPlace}
 	switch {

@@ -19,6 +19,9 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 	if p.TakeOverClusterID != "" {
 		fmt.Fprintf(w, "Servers tagged as cluster %s's are taken over: their Machines, and they, carry %s's identity\n", p.TakeOverClusterID, p.ClusterID)
 	}
+	for _, id := range p.LegacyClusterIDs {
+		fmt.Fprintf(w, "Servers tagged as cluster %s's are this cluster's (a declared legacy ID): their Machines carry %s, nothing is retagged\n", id, id)
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE GROUP\tROLE\tZONE\tHOW\tSERVERS\tADOPT\tADOPTED\tREPLACE\tLEFT ALONE\tWRITES")
@@ -92,6 +95,9 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 			switch m.Action {
 			case ActAdopt:
 				action = "adopt: identity, Machine"
+				if g.ClusterID != "" && m.Found.ClusterID == g.ClusterID && m.Found.Machine == m.MachineName {
+					action = "adopt: Machine (the server carries its identity)"
+				}
 			case ActAdopted:
 				if m.Restore {
 					action = "adopted already: its Machine's identity restored"
@@ -110,6 +116,7 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 		fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\tleft alone: no Node runs on it\n", f.Name, f.ID)
 	}
 	_ = tw.Flush()
+	p.printGitOps(w)
 }
 
 func maxGroup(g *Group) int {

@@ -90,7 +90,7 @@ func (a *Adopter) applyReplace(ctx context.Context, p *Plan, g *Group, r *Report
 			}
 			ev.Node, ev.NodeUID, ev.ProviderID = node.Name, string(node.UID), node.Spec.ProviderID
 		}
-		rec := orphans.Adoption{ServerID: m.Found.ID, ServerName: m.Found.Name, ClusterID: a.o.ClusterID, TaggedAs: m.Found.ClusterID,
+		rec := orphans.Adoption{ServerID: m.Found.ID, ServerName: m.Found.Name, ClusterID: a.groupID(g), TaggedAs: m.Found.ClusterID,
 			Since: time.Now().UTC(), Expires: time.Now().UTC().Add(orphans.AdoptionTTL), Eviction: &ev}
 		if err := a.record.Evicting(ctx, rec, ev); err != nil {
 			return fmt.Errorf("recording the eviction of %s in %s: %w", m.Found.Name, orphans.AdoptionsConfigMapName(a.cloud.Name()), err)
@@ -253,7 +253,7 @@ func (a *Adopter) finishEvictions(ctx context.Context, p *Plan, r *Report) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(recorded)) {
 		rec := recorded[id]
-		if rec.Eviction == nil || rec.ClusterID != a.o.ClusterID {
+		if rec.Eviction == nil || !a.ids().Owns(rec.ClusterID) {
 			continue
 		}
 		if _, err := a.c.GetServer(ctx, id); err == nil {

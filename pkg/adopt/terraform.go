@@ -3,6 +3,8 @@ package adopt
 import (
 	"fmt"
 	"slices"
+
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 )
 
 // What stays Terraform's. After the handover (docs/adopt.md, "The Terraform
@@ -48,16 +50,17 @@ func (a *Adopter) leaveToTerraform(g *Group) {
 // set the module's cluster_id again, and terraform plan would not be clean.
 // cluster_id names more in the module (main.tf: the private network, the
 // nodes' domain when cluster_name is empty; lb.tf: the load balancers),
-// hence the plan to check.
-func masterIdentityHint(cloudName, clusterID, taggedAs string) string {
+// which a new value replaces: on a running cluster the masters stay
+// Terraform's unless the module's cluster_id is declared as a legacy ID.
+func masterIdentityHint(cloudName string, ids clusterid.IDs, taggedAs string) string {
 	if cloudName != "cloudscale" {
 		return "the Exoscale module sets no labels on them, and terraform apply would remove the ones adopt set"
 	}
-	const check = "cluster_id also names the module's private network and load balancers, and its nodes' domain unless cluster_name is set: check terraform plan"
+	const check = "never change it on a running cluster: cluster_id also names the module's private network and load balancers, and its nodes' domain unless cluster_name is set, which a new value replaces"
 	if taggedAs != "" {
-		return fmt.Sprintf("the module tagged them with its cluster_id %q, not the cluster's identity, and adopt does not retag what Terraform keeps; they become the provider's when the module tags them with cluster_id = %q and terraform apply (%s), then run adopt again; else they stay Terraform's", taggedAs, clusterID, check)
+		return fmt.Sprintf("the module tagged them with its cluster_id %q, not the cluster's identity, and adopt does not retag what Terraform keeps; they become the provider's as they are tagged when %q is declared as this cluster's legacy ID (%s), then run adopt again; else they stay Terraform's, which is fine (the module tags them as the provider's only in a cluster made with cluster_id = %q from the start, %s)", taggedAs, taggedAs, ids.DeclareCommand(taggedAs), ids.Own, check)
 	}
-	return fmt.Sprintf("set make_master_adoptable_by_provider = true and cluster_id = %q in terraform-openshift4-cloudscale and terraform apply (%s): the module then tags them itself; run adopt again", clusterID, check)
+	return fmt.Sprintf("where the module's cluster_id is %q already, set make_master_adoptable_by_provider = true in terraform-openshift4-cloudscale and terraform apply (also where it is a cluster_id this cluster declares as its legacy ID): the module then tags them itself; run adopt again (%s)", ids.Own, check)
 }
 
 // keepTerraformMasters leaves a master group alone unless every master it
@@ -70,9 +73,9 @@ func (a *Adopter) keepTerraformMasters(g *Group) {
 	taggedAs := ""
 	for _, m := range g.Members {
 		f := m.Found
-		if m.Action == ActAdopt && (f.ClusterID != a.o.ClusterID || f.Machine != m.MachineName) {
+		if m.Action == ActAdopt && (f.ClusterID != a.groupID(g) || f.Machine != m.MachineName) {
 			missing = append(missing, m.MachineName)
-			if f.ClusterID != "" && f.ClusterID != a.o.ClusterID {
+			if f.ClusterID != "" && f.ClusterID != a.groupID(g) {
 				taggedAs = f.ClusterID
 			}
 		}
@@ -85,7 +88,7 @@ func (a *Adopter) keepTerraformMasters(g *Group) {
 		verb = "do"
 	}
 	g.Blocked = fmt.Sprintf("Terraform keeps the masters in its state, and %s %s not carry the provider's identity: adopt writes nothing Terraform keeps (%s)",
-		joinNames(missing), verb, masterIdentityHint(a.cloud.Name(), a.o.ClusterID, taggedAs))
+		joinNames(missing), verb, masterIdentityHint(a.cloud.Name(), a.ids(), taggedAs))
 	for _, m := range g.Members {
 		if m.Action == ActAdopt {
 			m.Action = ActMisfit

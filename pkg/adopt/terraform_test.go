@@ -33,7 +33,7 @@ func TestTerraformKeeps(t *testing.T) {
 	}
 	untagged := &Group{Master: true, Members: []*Member{master(true), master(false)}}
 	a.keepTerraformMasters(untagged)
-	if !strings.Contains(untagged.Blocked, `make_master_adoptable_by_provider = true and cluster_id = "c1"`) || untagged.Members[1].Action != ActMisfit {
+	if !strings.Contains(untagged.Blocked, `where the module's cluster_id is "c1" already, set make_master_adoptable_by_provider = true`) || untagged.Members[1].Action != ActMisfit {
 		t.Errorf("masters, one untagged: %q, %v", untagged.Blocked, untagged.Members[1].Action)
 	}
 	// The module tagged them with its cluster_id, another than the
@@ -46,6 +46,11 @@ func TestTerraformKeeps(t *testing.T) {
 	a.keepTerraformMasters(takenOver)
 	if !strings.Contains(takenOver.Blocked, `its cluster_id "c0"`) || !strings.Contains(takenOver.Blocked, `cluster_id = "c1"`) || takenOver.Members[0].Action != ActMisfit {
 		t.Errorf("masters the module tagged with its cluster_id c0: %q, %v", takenOver.Blocked, takenOver.Members[0].Action)
+	}
+	// Changing cluster_id on a running cluster replaces the module's
+	// network and load balancers: the plan says not to, not "check".
+	if !strings.Contains(takenOver.Blocked, "never change it on a running cluster") || strings.Contains(takenOver.Blocked, "and terraform apply") {
+		t.Errorf("the hint may lead to a new cluster_id on a running cluster: %q", takenOver.Blocked)
 	}
 	tagged := &Group{Master: true, Members: []*Member{master(true)}}
 	a.keepTerraformMasters(tagged)

@@ -46,5 +46,8 @@
 // Nothing here creates, deletes, stops or reboots a server. Before any
 // change, every Machine in appuio's spec format must parse as this
 // provider's spec (else it would fail it) and have exactly one server by
-// the provider's own lookup (else it would make a second).
+// the provider's own lookup (else it would make a second), and the
+// Machines' cluster ID must be one the cluster owns: on fleet clusters it
+// is the Terraform module's cluster_id, declared once as a legacy cluster
+// ID (identity.go, pkg/clusterid).
 package appuioswitch

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	"github.com/appuio/machine-api-provider/pkg/webhooks"
 )
 
@@ -29,6 +29,9 @@ const clusterLabel = "machine.openshift.io/cluster-api-cluster"
 type Survey struct {
 	// ClusterID is the Machines' cluster ID.
 	ClusterID string
+	// Identity is the cluster's: its infrastructureName and the legacy IDs
+	// declared (pkg/clusterid); empty where no Infrastructure is served.
+	Identity clusterid.IDs
 	// Machines and MachineSets are those in the cloudscale.ch spec format
 	// (appuio's and this provider's are one).
 	Machines    []machinev1.Machine
@@ -45,6 +48,10 @@ type Survey struct {
 	Blockers []string
 	// Notes are what the admin should know and need not fix first.
 	Notes []string
+	// Pause is what the switch pauses (pause.go); GitOps what Argo CD or
+	// Flux keeps in sync of what it touches (gitops.go).
+	Pause  *Pause
+	GitOps *GitOps
 }
 
 // NamedSecret is a Secret a spec names.
@@ -93,17 +100,20 @@ func (w *Switch) survey(ctx context.Context) (*Survey, error) {
 			continue
 		}
 		s.MachineSets = append(s.MachineSets, ms)
+		// The label its Machines get, which the webhook checks on every
+		// change of the MachineSet (an Argo CD sync).
+		clusters[ms.Spec.Template.Labels[clusterLabel]] = true
 		w.checkSpec(s, "MachineSet "+ms.Name, ms.Spec.Template.Spec.ProviderSpec, field.NewPath("spec", "template", "spec", "providerSpec", "value"))
 	}
 	delete(clusters, "")
 	switch {
 	case len(clusters) > 1:
-		s.Blockers = append(s.Blockers, fmt.Sprintf("the Machines name %d clusters (label %s): %s; one cluster's Machines only", len(clusters), clusterLabel, strings.Join(slices.Sorted(maps.Keys(clusters)), ", ")))
+		s.Blockers = append(s.Blockers, fmt.Sprintf("the Machines and MachineSets name %d clusters (label %s): %s; one cluster's Machines only", len(clusters), clusterLabel, strings.Join(slices.Sorted(maps.Keys(clusters)), ", ")))
 	case len(clusters) == 1:
 		s.ClusterID = slices.Sorted(maps.Keys(clusters))[0]
 	}
-	if infra := w.infrastructureName(ctx); infra != "" && s.ClusterID != "" && infra != s.ClusterID {
-		s.Notes = append(s.Notes, fmt.Sprintf("the Machines' cluster ID %s (label %s, which tags their servers) is not the Infrastructure's infrastructureName %s: this provider must act for %s", s.ClusterID, clusterLabel, infra, s.ClusterID))
+	if err := w.checkIdentity(ctx, s); err != nil {
+		return nil, err
 	}
 	for _, m := range s.Machines {
 		if m.Labels[clusterLabel] == "" {
@@ -154,6 +164,12 @@ func (w *Switch) survey(ctx context.Context) (*Survey, error) {
 		s.Record = &rec
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading ConfigMap %s: %w", RecordConfigMap, err)
+	}
+	if err := w.surveyPause(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := w.surveyGitOps(ctx, s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -228,14 +244,4 @@ func holder(l *coordinationv1.Lease) string {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
-}
-
-// infrastructureName is the cluster's, "" where no Infrastructure is
-// served or readable.
-func (w *Switch) infrastructureName(ctx context.Context) string {
-	var infra configv1.Infrastructure
-	if err := w.kube.Get(ctx, client.ObjectKey{Name: "cluster"}, &infra); err != nil {
-		return ""
-	}
-	return infra.Status.InfrastructureName
 }

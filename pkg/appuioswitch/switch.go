@@ -127,6 +127,8 @@ func (w *Switch) print(s *Survey) {
 		}
 		w.printf("secret %s (%s of %d): %s", name, strings.Join(sec.Fields, ", "), sec.Users, strings.Join(notes, "; "))
 	}
+	w.printPause(s)
+	w.printGitOps(s)
 	for _, n := range s.Notes {
 		w.printf("note: %s", n)
 	}
@@ -180,6 +182,9 @@ func (w *Switch) Prepare(ctx context.Context) error {
 			return err
 		}
 		w.printf("saved secret %s as %s", name, CopyPrefix+name)
+	}
+	if err := w.pause(ctx, s); err != nil {
+		return err
 	}
 	return w.record(ctx, phasePrepared)
 }
@@ -253,7 +258,13 @@ func (w *Switch) Apply(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Checked: from here on it changes the cluster.
+	// Checked: from here on it changes the cluster; what --prepare
+	// pauses first (pause.go).
+	if s.Phase() != phaseSwitched {
+		if err := w.pause(ctx, s); err != nil {
+			return err
+		}
+	}
 	if err := w.restoreSecrets(ctx, s); err != nil {
 		return err
 	}
@@ -272,6 +283,9 @@ func (w *Switch) Apply(ctx context.Context) error {
 		return err
 	}
 	if err := w.record(ctx, phaseSwitched); err != nil {
+		return err
+	}
+	if err := w.resume(ctx); err != nil {
 		return err
 	}
 	w.printf("switched: this provider's deployer deploys %s now", ourDeployment)
@@ -307,6 +321,9 @@ func (w *Switch) Rollback(ctx context.Context) error {
 		return err
 	}
 	if err := w.record(ctx, phaseRolledBack); err != nil {
+		return err
+	}
+	if err := w.resume(ctx); err != nil {
 		return err
 	}
 	w.printf("rolled back: add appuio's component again")

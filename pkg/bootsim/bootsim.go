@@ -1,7 +1,9 @@
 // Package bootsim plays the part of booting servers in the local cluster:
 // when an emulated server is running, its Node registers as the kubelet of
-// an OpenShift worker would — named as its Machine's NodeInternalDNS, with
-// the server's capacity — and kwok keeps it Ready. On platform None the Node
+// an OpenShift worker would — named by the hostname the server boots with
+// (what its user data's Ignition writes to /etc/hostname, else what its
+// cloud gives; never looked up from its Machine: hostname.go), with the
+// server's capacity — and kwok keeps it Ready. On platform None the Node
 // comes with the server's provider ID, addresses and the cloud's labels; on
 // platform External it registers as a kubelet started with
 // --cloud-provider=external does, and a cloud-controller-manager
@@ -17,7 +19,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -33,9 +34,16 @@ type Server struct {
 	// ID is the cloud's ID of the server; ProviderID the Node's
 	// spec.providerID for it ("<cloud>://<ID>", as the Machine has it).
 	ID, ProviderID string
-	// Name is the server's name: the Node's name when no Machine says
-	// otherwise.
+	// Name is the server's name.
 	Name string
+	// UserData is the server's user data as the booting OS reads it
+	// (decoded from base64 where the API carries it so); its Ignition's
+	// /etc/hostname names the Node.
+	UserData []byte
+	// CloudHostname is the hostname the cloud gives the OS when the user
+	// data sets none ("" for none known: DefaultHostname); each cloud's
+	// view says what its cloud gives, and why (pkg/demo).
+	CloudHostname string
 	// Running: booted, its kubelet may start.
 	Running bool
 	// InstanceType, Zone and Region become the Node's well-known labels.
@@ -205,22 +213,11 @@ func (s *Simulator) Step(ctx context.Context) error {
 }
 
 // register creates the Node of a running server unless it exists, and
-// returns its name.
+// returns its name: the hostname the server boots with (nodeName).
 func (s *Simulator) register(ctx context.Context, srv Server) (string, error) {
-	name, providerID := srv.Name, srv.ProviderID
-	// The kubelet names its Node as the Machine's NodeInternalDNS says.
-	var machines machinev1.MachineList
-	if err := s.client.List(ctx, &machines); err != nil {
-		return "", err
-	}
-	for _, m := range machines.Items {
-		if m.Spec.ProviderID != nil && *m.Spec.ProviderID == providerID {
-			for _, a := range m.Status.Addresses {
-				if a.Type == corev1.NodeInternalDNS {
-					name = a.Address
-				}
-			}
-		}
+	name, from, unread := nodeName(srv)
+	if unread {
+		s.o.Log.Info("the user data sets the hostname from a source fetched at boot, which the simulation cannot read: the cloud's name", "server", srv.ProviderID, "node", name)
 	}
 	var existing corev1.Node
 	err := s.client.Get(ctx, client.ObjectKey{Name: name}, &existing)
@@ -234,7 +231,7 @@ func (s *Simulator) register(ctx context.Context, srv Server) (string, error) {
 	if err := s.client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("registering node %s: %w", name, err)
 	}
-	s.o.Log.Info("server booted, node registered", "node", name, "providerID", node.Spec.ProviderID, "server", providerID)
+	s.o.Log.Info("server booted, node registered", "node", name, "hostnameFrom", from, "providerID", node.Spec.ProviderID, "server", srv.ProviderID)
 	return name, nil
 }
 

@@ -2,6 +2,8 @@ package bootsim_test
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"slices"
@@ -32,11 +34,14 @@ import (
 // boot simulation's view of it (pkg/demo's).
 type emulated struct {
 	view bootsim.Cloud
-	// create makes a server named name, 4 vCPUs, 50 GiB disk, and returns
-	// its ID; delete deletes it.
-	create func(t *testing.T, name string) string
+	// create makes a server named name, 4 vCPUs, 50 GiB disk, with user
+	// data (none if ""), and returns its ID; delete deletes it.
+	create func(t *testing.T, name, userData string) string
 	delete func(t *testing.T, id string)
-	scheme string
+	// cloudHostname is the hostname the cloud gives a server named name
+	// whose user data sets none.
+	cloudHostname func(name string) string
+	scheme        string
 	// What the Node of such a server has.
 	memory, instanceType, zone, region string
 }
@@ -53,8 +58,8 @@ func cloudscaleEmulator(t *testing.T) emulated {
 	sdk.AuthToken = "t"
 	return emulated{
 		view: demo.CloudscaleServers(emu), scheme: "cloudscale",
-		create: func(t *testing.T, name string) string {
-			s, err := sdk.Servers.Create(context.Background(), &cloudscale.ServerRequest{Name: name, Flavor: "flex-16-4", Image: "debian-12", Zone: "lpg1", VolumeSizeGB: 50})
+		create: func(t *testing.T, name, userData string) string {
+			s, err := sdk.Servers.Create(context.Background(), &cloudscale.ServerRequest{Name: name, Flavor: "flex-16-4", Image: "debian-12", Zone: "lpg1", VolumeSizeGB: 50, UserData: userData})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +70,10 @@ func cloudscaleEmulator(t *testing.T) emulated {
 				t.Fatal(err)
 			}
 		},
-		memory: "16Gi", instanceType: "flex-16-4", zone: "lpg1", region: "lpg",
+		// Nothing known names an RHCOS server on cloudscale.ch
+		// (pkg/demo's cloudscaleView).
+		cloudHostname: func(string) string { return bootsim.DefaultHostname },
+		memory:        "16Gi", instanceType: "flex-16-4", zone: "lpg1", region: "lpg",
 	}
 }
 
@@ -83,7 +91,7 @@ func exoscaleEmulator(t *testing.T) emulated {
 	}
 	return emulated{
 		view: demo.ExoscaleServers(emu), scheme: "exoscale",
-		create: func(t *testing.T, name string) string {
+		create: func(t *testing.T, name, userData string) string {
 			ctx := context.Background()
 			tpls, err := sdk.ListTemplates(ctx, v3.ListTemplatesWithVisibility(v3.ListTemplatesVisibilityPrivate))
 			if err != nil {
@@ -93,10 +101,14 @@ func exoscaleEmulator(t *testing.T) emulated {
 			if err != nil {
 				t.Fatal(err)
 			}
-			op, err := sdk.CreateInstance(ctx, v3.CreateInstanceRequest{
+			req := v3.CreateInstanceRequest{
 				Name: name, DiskSize: 50, Template: &v3.Template{ID: rhcos.ID},
 				InstanceType: &v3.InstanceType{ID: v3.UUID(emuexo.InstanceTypeID("standard.large"))},
-			})
+			}
+			if userData != "" {
+				req.UserData = base64.StdEncoding.EncodeToString([]byte(userData))
+			}
+			op, err := sdk.CreateInstance(ctx, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,6 +119,8 @@ func exoscaleEmulator(t *testing.T) emulated {
 				t.Fatal(err)
 			}
 		},
+		// afterburn names the instance as the metadata's local-hostname.
+		cloudHostname: func(name string) string { return name },
 		// Exoscale has no regions: its CCM labels the zone as the region.
 		memory: "8Gi", instanceType: "standard.large", zone: "ch-gva-2", region: "ch-gva-2",
 	}
@@ -126,39 +140,36 @@ func kubeClient(t *testing.T) client.Client {
 	return c
 }
 
-// A running server gets the Node its kubelet would register — named as its
-// Machine's NodeInternalDNS, with its provider ID, capacity and addresses,
-// marked for kwok — and a deleted server's Node stops heartbeating; on
-// either cloud, through the cloud's view of its emulator.
+// A running server gets the Node its kubelet would register — named by
+// the hostname its user data sets, with its provider ID, capacity and
+// addresses, marked for kwok — and a deleted server's Node stops
+// heartbeating; on either cloud, through the cloud's view of its emulator.
 func TestNodesFollowServers(t *testing.T) {
+	eachCloud(t, testNodesFollowServers)
+}
+
+// eachCloud runs test once per cloud, as a subtest named after it, on a
+// fresh emulator of that cloud.
+func eachCloud(t *testing.T, test func(*testing.T, emulated)) {
 	for _, c := range []struct {
 		name string
 		emu  func(*testing.T) emulated
 	}{{"cloudscale", cloudscaleEmulator}, {"exoscale", exoscaleEmulator}} {
-		t.Run(c.name, func(t *testing.T) { testNodesFollowServers(t, c.emu(t)) })
+		t.Run(c.name, func(t *testing.T) { test(t, c.emu(t)) })
 	}
+}
+
+// hostnameIgnition is a pointer Ignition (3.x) that writes /etc/hostname,
+// as the Terraform modules' and the provider's user data do.
+func hostnameIgnition(hostname string) string {
+	return fmt.Sprintf(`{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int.c1.example.com:22623/config/worker"}]}},"storage":{"files":[{"path":"/etc/hostname","mode":420,"overwrite":true,"contents":{"source":"data:,%s"}}]}}`, hostname)
 }
 
 func testNodesFollowServers(t *testing.T, emu emulated) {
 	ctx := context.Background()
 	c := kubeClient(t)
-	id := emu.create(t, "worker-a")
-
-	// The Machine says what the Node's name will be.
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-machine-api"}}); err != nil {
-		t.Fatal(err)
-	}
-	m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "worker-a", Namespace: "openshift-machine-api"}}
-	m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{}`)}
+	id := emu.create(t, "worker-a", hostnameIgnition("worker-a.c1.example.com"))
 	providerID := emu.scheme + "://" + id
-	m.Spec.ProviderID = &providerID
-	if err := c.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: "worker-a.c1.example.com"}}
-	if err := c.Status().Update(ctx, m); err != nil {
-		t.Fatal(err)
-	}
 
 	slow := bootsim.New(c, emu.view, bootsim.Options{RegisterDelay: time.Hour})
 	if err := slow.Step(ctx); err != nil {
@@ -174,7 +185,7 @@ func testNodesFollowServers(t *testing.T, emu emulated) {
 	}
 	var node corev1.Node
 	if err := c.Get(ctx, client.ObjectKey{Name: "worker-a.c1.example.com"}, &node); err != nil {
-		t.Fatalf("no Node named as the Machine's NodeInternalDNS: %v", err)
+		t.Fatalf("no Node named as the user data's hostname: %v", err)
 	}
 	if node.Spec.ProviderID != providerID || node.Annotations[localcluster.KwokNodeAnnotation] != "fake" {
 		t.Errorf("providerID %q, kwok annotation %q", node.Spec.ProviderID, node.Annotations[localcluster.KwokNodeAnnotation])
@@ -217,7 +228,7 @@ func testNodesFollowServers(t *testing.T, emu emulated) {
 	// still sees its server running stays deleted. (The machine controller
 	// deletes the Node right after the server; a look at the emulator from
 	// just before must not bring the Node back for good.)
-	emu.create(t, "worker-b")
+	emu.create(t, "worker-b", hostnameIgnition("worker-b"))
 	if err := sim.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -243,18 +254,13 @@ func testNodesFollowServers(t *testing.T, emu emulated) {
 // Node of a deleted server stops heartbeating also when no CCM ever gave it
 // a providerID.
 func TestExternalNodes(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		emu  func(*testing.T) emulated
-	}{{"cloudscale", cloudscaleEmulator}, {"exoscale", exoscaleEmulator}} {
-		t.Run(c.name, func(t *testing.T) { testExternalNodes(t, c.emu(t)) })
-	}
+	eachCloud(t, testExternalNodes)
 }
 
 func testExternalNodes(t *testing.T, emu emulated) {
 	ctx := context.Background()
 	c := kubeClient(t)
-	a := emu.create(t, "worker-a")
+	a := emu.create(t, "worker-a", hostnameIgnition("worker-a"))
 	sim := bootsim.New(c, emu.view, bootsim.Options{External: true})
 	if err := sim.Step(ctx); err != nil {
 		t.Fatal(err)
@@ -286,7 +292,7 @@ func testExternalNodes(t *testing.T, emu emulated) {
 	}
 
 	// A kubelet given its providerID (a MachineConfig's KUBELET_PROVIDERID).
-	b := emu.create(t, "worker-b")
+	b := emu.create(t, "worker-b", hostnameIgnition("worker-b"))
 	withID := bootsim.New(c, emu.view, bootsim.Options{External: true, KubeletProviderID: true})
 	if err := withID.Step(ctx); err != nil {
 		t.Fatal(err)
@@ -307,5 +313,66 @@ func testExternalNodes(t *testing.T, emu emulated) {
 	}
 	if _, managed := node.Annotations[localcluster.KwokNodeAnnotation]; managed {
 		t.Errorf("the Node of a deleted server, without providerID, still has its kubelet (kwok annotation)")
+	}
+}
+
+// A Node is named by the hostname its server boots with, never by its
+// Machine: what the user data's Ignition writes to /etc/hostname (3.x or
+// 2.x, in its own files or in a config it merges from a data URL), else
+// what the cloud gives — on cloudscale.ch nothing known (localhost), on
+// Exoscale the instance's name. A Machine whose NodeInternalDNS says
+// otherwise changes nothing: a test whose user data sets no hostname does
+// not get Nodes named as its Machines for free.
+func TestNodeNameIsTheBootHostname(t *testing.T) {
+	eachCloud(t, testNodeNameIsTheBootHostname)
+}
+
+func testNodeNameIsTheBootHostname(t *testing.T, emu emulated) {
+	ctx := context.Background()
+	c := kubeClient(t)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-machine-api"}}); err != nil {
+		t.Fatal(err)
+	}
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	pointer := `{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://api-int.c1.example.com:22623/config/worker"}]}}}`
+	for _, tc := range []struct {
+		server, userData, want string
+	}{
+		{"srv-ud", hostnameIgnition("From-User-Data"), "from-user-data"},
+		{"srv-pointer", pointer, emu.cloudHostname("srv-pointer")},
+		{"srv-v2", `{"ignition":{"version":"2.2.0"},"storage":{"files":[{"filesystem":"root","path":"/etc/hostname","mode":420,"contents":{"source":"data:,v2-host"}}]}}`, "v2-host"},
+		{"srv-merged", `{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"https://api-int.c1.example.com:22623/config/worker"},{"source":"data:;base64,` + b64(hostnameIgnition("merged-host")) + `"}]}}}`, "merged-host"},
+	} {
+		t.Run(tc.server, func(t *testing.T) {
+			id := emu.create(t, tc.server, tc.userData)
+			// The Machine says another name: the boot does not ask it.
+			m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: tc.server, Namespace: "openshift-machine-api"}}
+			m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{}`)}
+			providerID := emu.scheme + "://" + id
+			m.Spec.ProviderID = &providerID
+			if err := c.Create(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: tc.server + "-machine"}}
+			if err := c.Status().Update(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			if err := bootsim.New(c, emu.view, bootsim.Options{}).Step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var nodes corev1.NodeList
+			if err := c.List(ctx, &nodes); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, n := range nodes.Items {
+				if n.Spec.ProviderID == providerID {
+					names = append(names, n.Name)
+				}
+			}
+			if len(names) != 1 || names[0] != tc.want {
+				t.Errorf("the Nodes of %s are %v, want exactly %q", tc.server, names, tc.want)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ package cloud
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
@@ -110,9 +111,22 @@ type Spec interface {
 type MachineRef struct {
 	// Name of the Machine.
 	Name string
-	// ClusterID is the cluster's infrastructure name, the Machine's
-	// machine.openshift.io/cluster-api-cluster label.
+	// ClusterID is the Machine's machine.openshift.io/cluster-api-cluster
+	// label: the cluster's infrastructure name, or a legacy cluster ID it
+	// declares (pkg/clusterid).
 	ClusterID string
+	// AlsoOwns are the cluster's other IDs besides ClusterID (its
+	// infrastructure name and the legacy IDs it declares): a resource a
+	// spec names that carries one of them is the cluster's as much as one
+	// that carries ClusterID (CheckResourceCluster). A server is the
+	// Machine's only with ClusterID.
+	AlsoOwns []string
+}
+
+// Owns says whether a resource carrying cluster id is the cluster's: id
+// is ClusterID or one of AlsoOwns.
+func (m MachineRef) Owns(id string) bool {
+	return id != "" && (id == m.ClusterID || slices.Contains(m.AlsoOwns, id))
 }
 
 // Selector picks servers by the identity the provider gave them: every

@@ -1,6 +1,9 @@
 package cloud
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // A server joins what its spec names: anti-affinity or server groups,
 // private networks and their subnets, security groups, and boots from a
@@ -15,7 +18,10 @@ import "fmt"
 // description) is refused, naming the field, and nothing is written.
 // Resources that carry no cluster's identity (the cluster's Terraform
 // network, security groups and groups) are joined as named: they are the
-// user's to name.
+// user's to name. A cluster that declares legacy cluster IDs (pkg/clusterid)
+// owns what carries any of them: a Terraform-made group or network tagged
+// with the module's cluster_id is joined like one tagged with the
+// infrastructure name.
 
 // ForeignResourceError is a resource a spec names that carries another
 // cluster's identity. Nothing was written for it. It unwraps to an
@@ -30,8 +36,10 @@ type ForeignResourceError struct {
 	// Mark is where its identity is: the tag or label, or "description".
 	Mark string
 	// Cluster is the cluster whose identity it carries, Want the cluster
-	// the provider acts for.
+	// the provider acts for (the Machine's cluster ID), AlsoOwns the
+	// cluster's other IDs (MachineRef.AlsoOwns).
 	Cluster, Want string
+	AlsoOwns      []string
 }
 
 func (e *ForeignResourceError) Error() string {
@@ -39,8 +47,12 @@ func (e *ForeignResourceError) Error() string {
 }
 
 func (e *ForeignResourceError) message() string {
-	return fmt.Sprintf("%s %s carries cluster %q's identity (%s), and this cluster is %q: a server of this cluster never joins another cluster's %s; name this cluster's own, or one that carries no cluster's identity",
-		e.What, e.Ref, e.Cluster, e.Mark, e.Want, e.What)
+	want := fmt.Sprintf("%q", e.Want)
+	if len(e.AlsoOwns) > 0 {
+		want += " (also " + quoted(e.AlsoOwns) + ")"
+	}
+	return fmt.Sprintf("%s %s carries cluster %q's identity (%s), and this cluster is %s: a server of this cluster never joins another cluster's %s; name this cluster's own, or one that carries no cluster's identity",
+		e.What, e.Ref, e.Cluster, e.Mark, want, e.What)
 }
 
 // Unwrap makes it a spec error wherever those are handled.
@@ -50,10 +62,19 @@ func (e *ForeignResourceError) Unwrap() error {
 
 // CheckResourceCluster returns a *ForeignResourceError when a resource the
 // spec names at field carries the identity of another cluster (cluster, ""
-// for none) than want, the cluster the provider acts for.
-func CheckResourceCluster(field, what, ref, mark, cluster, want string) error {
-	if cluster == "" || cluster == want {
+// for none) than the one the provider acts for: the Machine's (m's
+// ClusterID) or another the cluster owns (m's AlsoOwns).
+func CheckResourceCluster(field, what, ref, mark, cluster string, m MachineRef) error {
+	if cluster == "" || m.Owns(cluster) {
 		return nil
 	}
-	return &ForeignResourceError{Field: field, What: what, Ref: ref, Mark: mark, Cluster: cluster, Want: want}
+	return &ForeignResourceError{Field: field, What: what, Ref: ref, Mark: mark, Cluster: cluster, Want: m.ClusterID, AlsoOwns: m.AlsoOwns}
+}
+
+func quoted(ids []string) string {
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = fmt.Sprintf("%q", id)
+	}
+	return strings.Join(q, ", ")
 }

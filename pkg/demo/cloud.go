@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -109,8 +110,8 @@ func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulato
 			},
 			zoneSuffix: "gva2", instanceType: "standard.large", typeNoun: "instance type",
 			providerSpec: func(zone, instanceType string) string {
-				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":%q,"instanceType":%q,"template":{"name":%q},"diskSize":50,"antiAffinityKey":"worker"}`,
-					zone, instanceType, emuexo.DefaultTemplates[0].Name)
+				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":%q,"instanceType":%q,"template":{"name":%q},"diskSize":50,"antiAffinityKey":"worker","userDataSecret":{"name":%q}}`,
+					zone, instanceType, emuexo.DefaultTemplates[0].Name, WorkerUserDataSecret)
 			},
 			otherZone: "ch-gva-2", otherType: emuexo.InstanceTypeID("standard.extra-large"),
 			createRoute: "POST /v2/instance", deleteRoute: "DELETE /v2/instance/{id}",
@@ -140,7 +141,7 @@ func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulato
 			},
 			zoneSuffix: "rma1", instanceType: "flex-8-4", typeNoun: "flavor",
 			providerSpec: func(zone, flavor string) string {
-				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":%q,"flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":100,"interfaces":[{"type":"Public"}],"antiAffinityKey":"worker"}`, zone, flavor)
+				return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":%q,"flavor":%q,"image":"custom:rhcos-4.19","rootVolumeSizeGB":100,"interfaces":[{"type":"Public"}],"antiAffinityKey":"worker","userDataSecret":{"name":%q}}`, zone, flavor, WorkerUserDataSecret)
 			},
 			otherZone: "lpg1", otherType: "flex-16-4",
 			createRoute: "POST /v1/servers", deleteRoute: "DELETE /v1/servers/{uuid}",
@@ -156,14 +157,24 @@ func newEmulated(name string, bootTime time.Duration) (*emulated, *emucs.Emulato
 }
 
 // cloudscaleView shows the boot simulation the cloudscale.ch emulator's
-// servers.
+// servers. A server whose user data sets no hostname gets none from the
+// cloud that anything shows: cloudscale.ch's RHCOS image is the openstack
+// one, on which afterburn sets no hostname (coreos/afterburn,
+// dracut/30afterburn/afterburn-hostname.service runs on aliyun, azure,
+// digitalocean, exoscale and vultr only), and the machine-config-operator
+// fetches it from OpenStack's metadata only on platform OpenStack
+// (templates/common/openstack/units/afterburn-hostname.service.yaml), not
+// on None or External. What DHCP or reverse DNS might give on its private
+// networks is not known: the simulation gives bootsim.DefaultHostname,
+// which is not the Machine's name, so that a test fails where nothing but
+// the cloud would name the Node (docs/cloudscale.md).
 type cloudscaleView struct{ emu *emucs.Emulator }
 
 func (v cloudscaleView) Servers() []bootsim.Server {
 	var out []bootsim.Server
 	for _, s := range v.emu.Servers() {
 		out = append(out, bootsim.Server{
-			ID: s.UUID, ProviderID: cscloud.Name + "://" + s.UUID, Name: s.Name,
+			ID: s.UUID, ProviderID: cscloud.Name + "://" + s.UUID, Name: s.Name, UserData: []byte(s.UserData),
 			Running:      s.Status == "running",
 			InstanceType: s.Flavor, Zone: s.Zone, Region: strings.TrimRight(s.Zone, "0123456789"),
 			CPUs: s.VCPUs, GPUs: s.GPUs, MemoryBytes: int64(s.MemoryGB) << 30, DiskGiB: s.RootVolumeGB,
@@ -175,22 +186,41 @@ func (v cloudscaleView) Servers() []bootsim.Server {
 
 // exoscaleView shows the boot simulation the Exoscale emulator's
 // instances. Exoscale has no regions above its zones; its cloud controller
-// manager labels Nodes with the zone as the region, and so does this.
+// manager labels Nodes with the zone as the region, and so does this. An
+// instance whose user data sets no hostname is named by the cloud: RHCOS
+// on Exoscale (ignition.platform.id=exoscale) runs afterburn-hostname in
+// its initramfs, which writes /etc/hostname from the metadata's
+// local-hostname, the instance's name, before Ignition writes its files
+// (coreos/afterburn, dracut/30afterburn/afterburn-hostname.service and
+// src/providers/exoscale; appuio/terraform-openshift4-exoscale overrides it
+// only because its instances are named <host>.<domain>).
 type exoscaleView struct{ emu *emuexo.Emulator }
 
 func (v exoscaleView) Servers() []bootsim.Server {
 	var out []bootsim.Server
 	for _, i := range v.emu.Instances() {
 		out = append(out, bootsim.Server{
-			ID: i.ID, ProviderID: exocloud.Name + "://" + i.ID, Name: i.Name,
+			ID: i.ID, ProviderID: exocloud.Name + "://" + i.ID, Name: i.Name, CloudHostname: i.Name,
 			Running:      i.State == "running",
 			InstanceType: i.InstanceType, Zone: i.Zone, Region: i.Zone,
 			CPUs: int(i.CPUs), GPUs: int(i.GPUs), MemoryBytes: i.MemoryBytes, DiskGiB: int(i.DiskSizeGiB),
 			PrivateIPs: slices.Clone(i.PrivateIPs),
 			PublicIPs:  slices.DeleteFunc([]string{i.PublicIPv4, i.PublicIPv6}, func(ip string) bool { return ip == "" }),
+			// The API carries it base64, and the instance reads it decoded.
+			UserData: decodeBase64(i.UserData),
 		})
 	}
 	return out
+}
+
+// decodeBase64 is the user data an instance reads: the API's base64 decoded
+// (nil if it is none).
+func decodeBase64(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // DeleteServer deletes a server through the cloud's API, not through the

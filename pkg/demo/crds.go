@@ -12,13 +12,17 @@ import (
 // go.mod defines them: Machine, MachineSet, MachineHealthCheck; the
 // Infrastructure; and the ClusterVersion, FeatureGate, APIServer and
 // ClusterOperator the operator reads and writes (openshift.go makes the
-// objects).
-func openShiftCRDs() ([]string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
-	if err != nil {
-		return nil, fmt.Errorf("locating the openshift/api module (run from the repository): %w", err)
+// objects). dir is the module's directory; "" finds it with go list, which
+// needs the repository and Go (the demo's container image holds a copy
+// instead: --openshift-api).
+func openShiftCRDs(dir string) ([]string, error) {
+	if dir == "" {
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
+		if err != nil {
+			return nil, fmt.Errorf("locating the openshift/api module (run from the repository): %w", err)
+		}
+		dir = strings.TrimSpace(string(out))
 	}
-	dir := strings.TrimSpace(string(out))
 	machine := filepath.Join(dir, "machine", "v1beta1", "zz_generated.crd-manifests")
 	config := filepath.Join(dir, "config", "v1", "zz_generated.crd-manifests")
 	return []string{

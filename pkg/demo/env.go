@@ -65,6 +65,9 @@ type Options struct {
 	BinDir string
 	// Dir receives the kubeconfig and the logs.
 	Dir string
+	// OpenShiftAPI is the directory of the openshift/api module, whose
+	// CRDs the cluster gets; "" is go.mod's, found with go list.
+	OpenShiftAPI string
 	// BootTime is how long an emulated server is "changing"; RegisterDelay
 	// how long after that its Node registers.
 	BootTime, RegisterDelay time.Duration
@@ -155,7 +158,7 @@ func Start(o Options) (*Env, error) {
 	}
 	// The machine-api-operator's controllers log through klog.
 	klog.SetLogger(o.Log.WithName("machine-api"))
-	crds, err := openShiftCRDs()
+	crds, err := openShiftCRDs(o.OpenShiftAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -251,13 +254,21 @@ func (e *Env) StartProvider(leaderElection bool) (stop func(), err error) {
 	return stop, nil
 }
 
-// newProvider builds the provider's manager for the cluster's identity.
+// newProvider builds the provider's manager for the cluster's identity: the
+// Options' cluster ID, and the legacy IDs the Infrastructure's annotation
+// declares as the manager is started (the deployer renders them as
+// --legacy-cluster-ids, and the Deployment rolls when they change).
 func (e *Env) newProvider(leaderElection bool) (ctrl.Manager, error) {
+	ids, err := e.DeclaredIDs()
+	if err != nil {
+		return nil, err
+	}
 	cfg := rest.CopyConfig(e.Cluster.Config)
 	cfg.UserAgent = ProviderUserAgent
 	return manager.New(cfg, manager.Options{
 		Cloud:                  e.cloud.provider(e.APIURL),
 		ClusterID:              e.Options.ClusterID,
+		LegacyClusterIDs:       ids.Legacy,
 		Namespace:              Namespace,
 		CapacityPublisher:      true,
 		MetricsBindAddress:     "0",

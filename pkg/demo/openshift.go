@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -18,7 +19,7 @@ import (
 var OpenShiftVersion = deployer.Library().String() + ".0"
 
 // openShiftObjects creates what OpenShift would have: the Machine API
-// namespace, the Infrastructure object of a platform the
+// namespace, the installer's worker user data, the Infrastructure object of a platform the
 // machine-api-operator does not know, and what the
 // cluster-autoscaler-operator reads at start: the ClusterVersion (the
 // release), the FeatureGate (the release's Default feature set, as the
@@ -27,6 +28,9 @@ var OpenShiftVersion = deployer.Library().String() + ".0"
 // without).
 func (e *Env) openShiftObjects(ctx context.Context) error {
 	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
+		return err
+	}
+	if err := e.Client.Create(ctx, WorkerUserData(e.Options.ClusterID)); err != nil {
 		return err
 	}
 	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
@@ -115,5 +119,26 @@ func APIServer() *configv1.APIServer {
 			},
 			Audit: configv1.Audit{Profile: configv1.DefaultAuditProfileType},
 		},
+	}
+}
+
+// WorkerUserDataSecret is the Secret the installer makes with the workers'
+// pointer Ignition (openshift/installer,
+// 99_openshift-cluster-api_worker-user-data-secret.yaml), which the demo's
+// MachineSets name, as the installer's and install-manifests' do.
+const WorkerUserDataSecret = "worker-user-data"
+
+// WorkerUserData is the installer's worker user data of a cluster: the
+// pointer Ignition that fetches the worker config from the machine config
+// server and trusts its CA, and sets no hostname. What names a Node is
+// then the provider, which adds the Machine's name (pkg/userdata), or the
+// cloud: the boot simulation reads it as the server boots (pkg/bootsim).
+func WorkerUserData(clusterID string) *corev1.Secret {
+	const ca = "-----BEGIN CERTIFICATE-----\nMIIBdemo\n-----END CERTIFICATE-----\n"
+	pointer := fmt.Sprintf(`{"ignition":{"config":{"merge":[{"source":"https://api-int.%s.example.com:22623/config/worker"}]},"security":{"tls":{"certificateAuthorities":[{"source":"data:text/plain;charset=utf-8;base64,%s"}]}},"version":"3.2.0"}}`,
+		clusterID, base64.StdEncoding.EncodeToString([]byte(ca)))
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: WorkerUserDataSecret, Namespace: Namespace},
+		Data:       map[string][]byte{"userData": []byte(pointer), "disableTemplating": []byte("true")},
 	}
 }

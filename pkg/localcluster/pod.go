@@ -245,6 +245,11 @@ func RunPod(ctx context.Context, admin *rest.Config, pod *corev1.Pod, o PodOptio
 	}
 	if !isolatedNetworks() {
 		o.Log.Info("the pod shares this machine's network: its ports must be free", "pod", pod.Name, "why", networksErr.Error())
+		// Said now, rather than by a container that exits and is
+		// started again until someone reads its log.
+		if err := checkPodPorts(pod); err != nil {
+			return nil, err
+		}
 	} else {
 		reach := append([]string{net.JoinHostPort(api.host, api.port)}, o.Reach...)
 		if p.net, err = newPodNet(pod, reach, o.Log); err != nil {

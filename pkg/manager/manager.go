@@ -8,6 +8,7 @@ package manager
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	bootimagesctl "github.com/appuio/machine-api-provider/pkg/controllers/bootimages"
 	"github.com/appuio/machine-api-provider/pkg/controllers/janitor"
 	"github.com/appuio/machine-api-provider/pkg/metrics"
@@ -47,6 +49,11 @@ type Options struct {
 	// cluster's Machines, MachineSets and servers only, whatever the
 	// label of a Machine or MachineSet says. Required.
 	ClusterID string
+	// LegacyClusterIDs are the cluster IDs this cluster also owns
+	// (--legacy-cluster-ids, which the deployer renders from the
+	// Infrastructure's annotation, pkg/clusterid): the same rules hold for
+	// them as for ClusterID.
+	LegacyClusterIDs []string
 	// Namespace to watch Machines, MachineSets and secrets in; "" for all.
 	Namespace string
 	// MaxConcurrentReconciles of the machine controller. Default 20.
@@ -131,6 +138,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.ClusterID == "" {
 		return nil, fmt.Errorf("no cluster ID: the provider acts for one cluster, the Infrastructure's infrastructureName")
 	}
+	legacy, err := clusterid.ParseLegacy(strings.Join(o.LegacyClusterIDs, ","), o.ClusterID)
+	if err != nil {
+		return nil, fmt.Errorf("--legacy-cluster-ids: %w", err)
+	}
+	ids := clusterid.IDs{Own: o.ClusterID, Legacy: legacy}
 	// The grace is measured against the timeout the cloud's calls actually
 	// use, whoever built the cloud: a create given up on may still make its
 	// server until that timeout ends, and a grace no longer than it could
@@ -228,6 +240,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		actOpts.MaxConcurrentCreates = o.MaxConcurrentCreates
 	}
 	actOpts.ClusterID = o.ClusterID
+	actOpts.LegacyClusterIDs = ids.Legacy
 	actOpts.SecretReader = mgr.GetAPIReader()
 	actOpts.Orphans = registry
 	if o.UserDataRenderer != nil {
@@ -237,6 +250,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	janOpts := o.Janitor
 	janOpts.Log = o.Log.WithName("janitor")
 	janOpts.ClusterID = o.ClusterID
+	janOpts.LegacyClusterIDs = ids.Legacy
 	if janOpts.Adoptions == nil {
 		janOpts.Adoptions = &orphans.Adoptions{Client: mgr.GetClient(), Namespace: registryNS, Cloud: o.Cloud.Name()}
 	}
@@ -273,7 +287,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 	}
 	if o.CapacityPublisher {
-		if err := addCapacityPublisher(mgr, accounts, o.ClusterID); err != nil {
+		if err := addCapacityPublisher(mgr, accounts, ids); err != nil {
 			return nil, fmt.Errorf("adding the capacity publisher: %w", err)
 		}
 	}

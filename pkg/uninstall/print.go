@@ -43,6 +43,7 @@ func (p *Plan) Print(w io.Writer, apply bool) {
 	for _, k := range p.Kept {
 		fmt.Fprintf(w, "kept: %s\n", k)
 	}
+	p.printGitOps(w)
 }
 
 // Print writes what Apply did.

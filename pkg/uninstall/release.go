@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/appuio/machine-api-provider/pkg/gitops"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
 )
 
@@ -38,6 +39,10 @@ type Plan struct {
 	Kept []string
 	// Remove are the provider's own objects deleted last.
 	Remove []string
+	// GitOps are the objects of the plan Argo CD or Flux keeps in sync
+	// (gitops.go); GitOpsUnread says what of Argo CD could not be read.
+	GitOps       []gitops.Finding
+	GitOpsUnread string
 
 	cpms        []machinev1.ControlPlaneMachineSet
 	machineSets []machinev1beta1.MachineSet
@@ -133,6 +138,9 @@ func (u *Uninstaller) Plan(ctx context.Context) (*Plan, error) {
 	}
 	for _, obj := range u.o.Remove {
 		p.Remove = append(p.Remove, describe(obj))
+	}
+	if err := u.gitOps(ctx, p); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -183,13 +183,15 @@ func startWebhooks(t *testing.T) *env {
 		}
 	})
 
-	// Wait until the API server reaches the validating webhook: a dry run
-	// of an invalid Machine is refused by it rather than failing to call it.
+	// Wait until the API server reaches the validating webhook and the
+	// webhook knows the cluster's identity: a dry run of an invalid
+	// Machine is refused by it (rather than failing to call it) for its
+	// spec, not for an identity it has not read yet.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		m := machine("probe", map[string]any{}, nil)
+		m := machine("probe", map[string]any{}, defaultLabels())
 		err := c.Create(ctx, m, client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), "denied the request") {
+		if err != nil && strings.Contains(err.Error(), "denied the request") && !strings.Contains(err.Error(), "does not know the cluster's identity") {
 			break
 		}
 		if time.Now().After(deadline) {

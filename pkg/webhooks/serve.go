@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 )
 
 // ServeOptions configure Serve.
@@ -38,6 +40,10 @@ type ServeOptions struct {
 	// validating webhooks hold the cluster label to. Empty, it is read from
 	// the Infrastructure named cluster with Config.
 	ClusterID string
+	// LegacyClusterIDs are the legacy IDs the cluster owns besides
+	// ClusterID (pkg/clusterid), with ClusterID only; without ClusterID
+	// they are read from the Infrastructure's annotation.
+	LegacyClusterIDs []string
 	// Config reaches the API server, to read the Infrastructure when
 	// ClusterID is empty: the in-cluster config, with the pod's service
 	// account.
@@ -75,11 +81,21 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return errors.New("webhooks: no cloud")
 	}
 	id := &Identity{}
+	var read func(context.Context) error
 	switch {
 	case o.ClusterID != "":
-		id.Set(o.ClusterID)
+		legacy, err := clusterid.ParseLegacy(strings.Join(o.LegacyClusterIDs, ","), o.ClusterID)
+		if err != nil {
+			return fmt.Errorf("webhooks: --legacy-cluster-ids: %w", err)
+		}
+		id.SetIDs(clusterid.IDs{Own: o.ClusterID, Legacy: legacy})
 	case o.Config == nil:
 		return errors.New("webhooks: no cluster ID, and no API server to read the Infrastructure's infrastructureName from")
+	default:
+		var err error
+		if read, err = infrastructureReader(o.Config, id, o.Log); err != nil {
+			return fmt.Errorf("webhooks: the cluster's identity cannot be read: %w", err)
+		}
 	}
 	if o.InfrastructurePoll <= 0 {
 		o.InfrastructurePoll = 5 * time.Second
@@ -87,12 +103,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	srv := NewServer(o.Cloud, o.Port, o.CertDir, id)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if _, known := id.Get(); !known {
-		go func() {
-			if err := readInfrastructure(ctx, o.Config, id, o.InfrastructurePoll, o.Log); err != nil {
-				o.Log.Error(err, "the cluster's identity cannot be read: the webhooks refuse Machines and MachineSets")
-			}
-		}()
+	if read != nil {
+		go readInfrastructure(ctx, read, id, o.InfrastructurePoll, o.Log)
 	}
 
 	errs := make(chan error, 3)

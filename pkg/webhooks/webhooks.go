@@ -190,7 +190,7 @@ func NewValidator(c cloud.Cloud, r Resource, id *Identity) *Validator {
 // reports them on the Machine (condition SpecInSync) and the Machine must
 // be replaced, while on a MachineSet they are how new Machines get a new
 // spec.
-func (v *Validator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if !acted(req.Operation) {
 		return admission.Allowed("")
 	}
@@ -204,7 +204,7 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 	if obj.deleting {
 		return admission.Allowed("being deleted")
 	}
-	errs, spec := v.validate(obj)
+	errs, spec := v.validate(ctx, obj)
 	warnings := unknownFieldWarnings(v.cloud, obj.providerSpec, spec, v.res.specPath)
 	if len(errs) == 0 {
 		return admission.Allowed("").WithWarnings(warnings...)
@@ -226,19 +226,22 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 // asking the cloud anything: the cluster label, the provider spec, then
 // whether the Machine's name can be its server's hostname. It returns the
 // parsed spec too, nil when invalid.
-func (v *Validator) validate(obj object) (field.ErrorList, cloud.Spec) {
+func (v *Validator) validate(ctx context.Context, obj object) (field.ErrorList, cloud.Spec) {
 	var errs field.ErrorList
 	labelPath := v.res.labelsPath.Key(actuator.ClusterIDLabel)
-	cluster, known := v.id.Get()
+	_, known := v.id.IDs()
 	switch label := obj.labels[actuator.ClusterIDLabel]; {
 	case !known:
 		errs = append(errs, field.InternalError(labelPath, errors.New("the webhook does not know the cluster's identity yet (the Infrastructure's infrastructureName): try again in a moment")))
 	case label == "":
+		cluster, _ := v.id.Get()
 		errs = append(errs, field.Required(labelPath, fmt.Sprintf("%s (%q)", clusterIDDetail, cluster)))
-	case label != cluster:
-		// In the actuator's words (pkg/actuator/scope.go).
-		errs = append(errs, field.Invalid(labelPath, label, fmt.Sprintf(
-			"names cluster %q, and this cluster is %q (the Infrastructure's infrastructureName): a Machine of another cluster is never acted on, nor its servers touched", label, cluster)))
+	default:
+		// The cluster's own ID or a declared legacy one; refused in the
+		// actuator's words (pkg/clusterid, NotOurs).
+		if ids, ok := v.id.Owns(ctx, label); !ok {
+			errs = append(errs, field.Invalid(labelPath, label, ids.NotOurs(label, v.res.groupKind.Kind)))
+		}
 	}
 	spec, specErrs := v.cloud.ParseSpec(obj.providerSpec, v.res.specPath)
 	errs = append(errs, specErrs...)

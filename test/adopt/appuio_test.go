@@ -18,6 +18,7 @@ import (
 	"time"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -35,9 +36,11 @@ import (
 	"github.com/appuio/machine-api-provider/pkg/actuator"
 	"github.com/appuio/machine-api-provider/pkg/appuioswitch"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 	"github.com/appuio/machine-api-provider/pkg/demo"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
+	"github.com/appuio/machine-api-provider/pkg/gitops"
 	"github.com/appuio/machine-api-provider/test/ownaudit"
 )
 
@@ -46,8 +49,17 @@ import (
 // (github.com/appuio/machine-api-provider-cloudscale, tag v0.4.0;
 // github.com/appuio/component-machine-api-provider-cloudscale, tag v0.3.1),
 // cited where used; none of their code runs here.
+//
+// The cluster is a fleet cluster as appuio's Terraform module built it: its
+// Machines and MachineSets (the module's outputs) carry the module's
+// cluster_id, the Project Syn ID, which appuio's provider tagged their
+// servers with; the installer's infrastructureName is that ID plus five
+// random characters (appuio/terraform-openshift4-cloudscale,
+// modules/node-group/outputs.tf, variables.tf; the installer's
+// pkg/asset/installconfig/clusterid.go).
 const (
-	apClusterID = demo.ClusterID
+	apClusterID = "c-cold-bush-7254"
+	apInfraName = "c-cold-bush-7254-6xk2p"
 	apDomain    = "c1.example.com"
 	// apToken is the component's secret cloudscale-rw-token.
 	apToken = "appuio-rw-token"
@@ -57,11 +69,19 @@ const (
 )
 
 // componentLabels are the component's commonLabels (component/main.jsonnet),
-// app.kubernetes.io/instance being Argo CD's tracking label.
+// and Argo CD's tracking label of its Application (argocd.argoproj.io/instance,
+// the Application's name), as Argo CD sets it on what it applies.
 var componentLabels = map[string]string{
 	"app.kubernetes.io/name": "machine-api-provider", appuioswitch.ComponentInstanceLabel: appuioswitch.ComponentInstance,
 	"app.kubernetes.io/part-of": "syn", "app.kubernetes.io/managed-by": "commodore",
+	argoInstanceLabel: appuioswitch.ComponentInstance,
 }
+
+// Argo CD's resource tracking: the label (the default tracking method) and
+// the annotation (tracking method annotation, argoTracking).
+const (
+	argoInstanceLabel = "argocd.argoproj.io/instance"
+)
 
 // apTemplate is a user data template as appuio's v0.4.0 ones are written
 // (pkg/machine/userdata/userdata.jsonnet does the same, in its own words):
@@ -166,12 +186,15 @@ func buildAppuio(t *testing.T, e *env) *apWorld {
 		TaggedResourceRequest: sdk.TaggedResourceRequest{Tags: &sdk.TagMap{v1beta1.TagMachineName: "worker-zzzzz", v1beta1.TagClusterID: "c-other-9876"}}})
 	must(err)
 
-	// The component's Secrets (tests/defaults.yml, golden 00_secrets.yaml)
-	// and the machine-config-operator's managed one.
+	// The component's Secrets (tests/defaults.yml, golden 00_secrets.yaml),
+	// kept by its Argo CD Application, and the machine-config-operator's
+	// managed one.
+	withArgoCD(e)
 	w.secrets["cloudscale-rw-token"] = map[string][]byte{"token": []byte(apToken)}
 	w.secrets["cloudscale-user-data"] = map[string][]byte{"ignitionHost": []byte("api-int." + apDomain), "ignitionCA": []byte(apCA), "userData": []byte(apTemplate)}
 	for name, data := range w.secrets {
-		must(e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demo.Namespace, Labels: componentLabels}, Type: corev1.SecretTypeOpaque, Data: data}))
+		must(e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demo.Namespace, Labels: componentLabels, Annotations: argoTracking("Secret", name)},
+			Type: corev1.SecretTypeOpaque, Data: data}))
 	}
 	e.rotateCA("worker", "api-int."+apDomain+":22623")
 
@@ -419,7 +442,7 @@ func removeComponent(t *testing.T, e *env) {
 }
 
 // docCommands are the commands of a section of docs/switch-from-appuio.md,
-// in order: the lines of its sh blocks that run oc or the binary.
+// in order: the lines of its sh blocks that run oc or the release's tool.
 func docCommands(t *testing.T, section string) []string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "switch-from-appuio.md"))
@@ -438,7 +461,7 @@ func docCommands(t *testing.T, section string) []string {
 	var out []string
 	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text, -1) {
 		for _, line := range strings.Split(block[1], "\n") {
-			if strings.HasPrefix(line, "oc ") || strings.HasPrefix(line, "bin/machine-api-provider ") {
+			if strings.HasPrefix(line, "oc ") || strings.HasPrefix(line, "machine-api-provider ") {
 				out = append(out, line)
 			}
 		}
@@ -495,11 +518,24 @@ func assertNoServerCalls(t *testing.T, e *env, when string) {
 // over, their server groups of the cluster handed over (another cluster's
 // left alone); then the MachineSets scale like any other, new servers
 // getting the CA the machine-config-operator rotated. After the way back,
-// every server is where appuio's provider looks for it.
+// every server is where appuio's provider looks for it. Around it, as on a
+// fleet cluster: Argo CD keeps the component's Secrets, which the plan
+// says; a MachineHealthCheck and a MachineAutoscaler (the real
+// cluster-autoscaler-operator's) act on the MachineSets, and the switch
+// pauses both from --prepare until --apply is done.
 func TestSwitchFromAppuio(t *testing.T) {
 	t.Parallel()
-	e := start(t, demo.Cloudscale, apClusterID, func(o *demo.Options) { o.WithoutProvider = true })
+	e := start(t, demo.Cloudscale, apInfraName, func(o *demo.Options) {
+		o.WithoutProvider, o.Autoscaler = true, true
+		o.ScaleDownUnneeded, o.ScaleDownDelayAfterAdd = 10*time.Second, 10*time.Second
+	})
 	w := buildAppuio(t, e)
+	// The autoscaler and a MachineHealthCheck run throughout (fleet_test.go).
+	for name := range w.servers {
+		e.withCapacity(name)
+	}
+	e.fleetAutomation(autoscaledSet, autoscaledMin, autoscaledMax)
+	e.assertAutoscaled(true)
 	appuioStopped := appuioManager(t, e)
 	var out bytes.Buffer
 	sw := appuioswitch.New(e.kube, cscloud.New(cscloud.Options{BaseURL: e.APIURL}),
@@ -542,11 +578,25 @@ func TestSwitchFromAppuio(t *testing.T) {
 	e.Harness().ResetRequests()
 
 	follow(t, "Switching", []step{
+		{"machine-api-provider switch-from-appuio", func() {
+			// The Syn ID, not declared yet: the one blocker, naming
+			// the command that declares it (the doc's next one).
+			s, err := sw.Plan(e.ctx)
+			if err != nil || len(s.Blockers) != 1 || len(s.Machines) != 3 || len(s.MachineSets) != 2 || s.ClusterID != apClusterID ||
+				!strings.Contains(s.Blockers[0], declareSyn) || !strings.Contains(s.Blockers[0], apInfraName) {
+				t.Fatalf("plan: %v, %+v, want the blocker naming %q:\n%s", err, s, declareSyn, out.String())
+			}
+			if err := run("--prepare with the Syn ID undeclared", sw.Prepare); err == nil {
+				t.Fatal("--prepare went on with the Syn ID undeclared")
+			}
+		}},
+		{declareSyn, func() { e.declareLegacy(apClusterID) }},
 		{"bin/machine-api-provider switch-from-appuio", func() {
 			s, err := sw.Plan(e.ctx)
-			if err != nil || len(s.Blockers) > 0 || len(s.Machines) != 3 || len(s.MachineSets) != 2 || s.ClusterID != apClusterID {
+			if err != nil || len(s.Blockers) > 0 || s.ClusterID != apClusterID || !s.Identity.IsLegacy(apClusterID) {
 				t.Fatalf("plan: %v, %+v:\n%s", err, s, out.String())
 			}
+			assertPlanSaysGitOps(e, out.String())
 		}},
 		{`oc -n openshift-machine-api create secret generic cloudscale-token --from-literal=token="$(oc -n openshift-machine-api get secret cloudscale-rw-token -o jsonpath='{.data.token}' | base64 -d)"`, func() {
 			if err := e.Client.Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloudscale-token", Namespace: demo.Namespace}, Data: map[string][]byte{"token": w.secrets["cloudscale-rw-token"]["token"]}}); err != nil {
@@ -577,8 +627,11 @@ func TestSwitchFromAppuio(t *testing.T) {
 				return c != nil && c.Status == metav1.ConditionFalse && c.Reason == deployer.ReasonAppuioProviderPresent, fmt.Sprint(c)
 			})
 		}},
-		{"bin/machine-api-provider switch-from-appuio --prepare", func() {
+		{"machine-api-provider switch-from-appuio --prepare", func() {
 			mustRun("--prepare", sw.Prepare)
+			// Nothing acts on the Machines until --apply is done.
+			e.assertHealthCheckPaused(true)
+			e.assertAutoscaled(false)
 			// Too early for the switch: appuio's provider still runs.
 			if err := run("--apply before the component is gone", sw.Apply); err == nil || !strings.Contains(err.Error(), "remove its component") {
 				t.Fatalf("--apply while appuio's provider runs: %v, want a refusal", err)
@@ -609,13 +662,22 @@ func TestSwitchFromAppuio(t *testing.T) {
 				t.Fatal("the deployer deployed beside appuio-machine-api-controllers")
 			}
 		}},
-		{"bin/machine-api-provider switch-from-appuio --apply", func() {
+		{"machine-api-provider switch-from-appuio --apply", func() {
+			e.assertHealthCheckPaused(true)
 			mustRun("--apply", sw.Apply)
+			e.assertPauseDone("after --apply")
 		}},
 		{"oc -n openshift-machine-api rollout status deployment/machine-api-controllers-cloudscale", func() {
 			e.eventually(time.Minute, "the deployer to deploy", func() (bool, string) {
 				return exists(&appsv1.Deployment{}, deployer.DeploymentName("cloudscale")), fmt.Sprint(deployed())
 			})
+			// The manager it deploys owns the declared Syn ID; the
+			// one the test starts in its place reads it as well.
+			var d appsv1.Deployment
+			exists(&d, deployer.DeploymentName("cloudscale"))
+			if args := managerArgs(&d); !slices.Contains(args, "--legacy-cluster-ids="+apClusterID) {
+				t.Fatalf("the deployer's manager args %v, want --legacy-cluster-ids=%s", args, apClusterID)
+			}
 			var err error
 			if stopProvider, err = e.StartProvider(true); err != nil {
 				t.Fatal(err)
@@ -662,11 +724,13 @@ func TestSwitchFromAppuio(t *testing.T) {
 			t.Errorf("lease %s: holder %v, want released", name, l.Spec.HolderIdentity)
 		}
 	}
-	// Their Secrets are carried over, unchanged, out of Argo CD's hands.
+	// Their Secrets are carried over, unchanged, out of Argo CD's hands:
+	// neither its tracking label nor its annotation.
 	for name, data := range w.secrets {
 		var s corev1.Secret
-		if !exists(&s, name) || !maps.EqualFunc(s.Data, data, bytes.Equal) || s.Labels[appuioswitch.ComponentInstanceLabel] != "" {
-			t.Errorf("secret %s: %v, labels %v: want it back as it was, untracked", name, s.Data != nil, s.Labels)
+		if !exists(&s, name) || !maps.EqualFunc(s.Data, data, bytes.Equal) || s.Labels[appuioswitch.ComponentInstanceLabel] != "" ||
+			s.Labels[argoInstanceLabel] != "" || s.Annotations[gitops.ArgoTrackingID] != "" {
+			t.Errorf("secret %s: %v, labels %v, annotations %v: want it back as it was, untracked", name, s.Data != nil, s.Labels, s.Annotations)
 		}
 	}
 	// The cluster's group is handed over; the others are left alone.
@@ -690,13 +754,22 @@ func TestSwitchFromAppuio(t *testing.T) {
 	// The MachineSets scale like any other; the new server trusts the CA
 	// the machine-config-operator rotated since (through appuio's template
 	// and its selector), and goes into the handed-over group.
-	e.scalesLikeAnyOther("worker", 2, "POST /v1/servers", "DELETE /v1/servers/{uuid}", "api-int."+apDomain+":22623", e.cloudscaleUserData)
+	e.autoscaledUpAndDown(w, "worker", 2, "api-int."+apDomain+":22623")
 	if n := e.Harness().Count("POST /v1/server-groups"); n != 0 {
 		t.Errorf("scaling made %d server groups, want the handed-over one reused", n)
 	}
 	if g, err := w.c.ServerGroups.Get(e.ctx, w.group); err != nil || len(g.Servers) != 2 {
 		t.Errorf("the handed-over group after scaling: %v, %v", g, err)
 	}
+	// One of appuio's Machines, which carry the Syn ID, remediated by the
+	// MachineHealthCheck, goes with its server; its replacement gets one
+	// tagged with the Syn ID.
+	e.remediated(w, "worker")
+	e.eventually(time.Minute, "the MachineHealthCheck to count 2 of 2 Machines healthy", func() (bool, string) {
+		h, x := e.mhcHealthy("worker")
+		return h == 2 && x == 2, fmt.Sprintf("%d of %d", h, x)
+	})
+	e.accountFor(w)
 
 	// And back.
 	e.Harness().ResetRequests()
@@ -715,10 +788,11 @@ func TestSwitchFromAppuio(t *testing.T) {
 			})
 			stopProvider()
 		}},
-		{"bin/machine-api-provider switch-from-appuio --rollback", func() {
+		{"machine-api-provider switch-from-appuio --rollback", func() {
 			mustRun("--rollback", sw.Rollback)
 		}},
 	})
+	e.assertPauseDone("after --rollback")
 	assertNoServerCalls(t, e, "on the way back")
 	t.Logf("cloud writes on the way back: %v", e.writes())
 	for _, name := range []string{"cloudscale-machine-api-provider", "machine-api-provider-deployer"} {
@@ -755,10 +829,17 @@ func TestSwitchFromAppuio(t *testing.T) {
 		}
 		// The root volume keeps rootVolumeTags; this provider's identity
 		// tags beside them are what appuio's Update replaces by exactly
-		// rootVolumeTags (a tag write, nothing on the server).
-		if vol, err := w.c.Volumes.Get(e.ctx, found[0].Volumes[0].UUID); err != nil || vol.Tags["backup"] != "none" {
+		// rootVolumeTags (a tag write, nothing on the server). A server
+		// this provider made may not be tagged yet (it tags a new
+		// server's volume at a later sync, pkg/cloud/cloudscale sync.go):
+		// appuio's Update tags it the same way.
+		vol, err := w.c.Volumes.Get(e.ctx, found[0].Volumes[0].UUID)
+		switch {
+		case err == nil && len(vol.Tags) == 0 && !slices.Contains(slices.Collect(maps.Values(w.servers)), found[0].UUID):
+			t.Logf("root volume of %s, a server this provider made, after the way back: not tagged yet (appuio's Update sets rootVolumeTags)", m.Name)
+		case err != nil || vol.Tags["backup"] != "none":
 			t.Errorf("root volume of %s: %v, %v: want its rootVolumeTags backup=none", m.Name, vol, err)
-		} else {
+		default:
 			t.Logf("root volume of %s after the way back: tags %v", m.Name, vol.Tags)
 		}
 		if m.Labels["machine.openshift.io/cluster-api-machineset"] == "worker" {
@@ -781,3 +862,88 @@ func TestSwitchFromAppuio(t *testing.T) {
 }
 
 func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// declareSyn is the command that declares the Syn ID as the cluster's
+// legacy cluster ID, which the switch's blocker names and the doc shows.
+var declareSyn = clusterid.DeclareCommand(apClusterID)
+
+// annotateInfrastructure sets an annotation of the Infrastructure named
+// cluster, as oc annotate --overwrite does.
+func annotateInfrastructure(t *testing.T, e *env, key, value string) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)))
+	if err := e.Client.Patch(e.ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: clusterid.InfrastructureName}}, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// declareLegacy declares a legacy cluster ID as the cluster admin does
+// (the doc's oc annotate), and restarts the provider where it runs, as the
+// deployer rolls the controllers with the new --legacy-cluster-ids.
+func (e *env) declareLegacy(id string) {
+	e.t.Helper()
+	annotateInfrastructure(e.t, e, clusterid.LegacyAnnotation, id)
+	e.declared = append(e.declared, id)
+	if e.Options.WithoutProvider || !e.MachineAPIRunning() {
+		return
+	}
+	e.StopMachineAPI()
+	if err := e.StartMachineAPI(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// managerArgs are the arguments of the manager in the controllers'
+// Deployment.
+func managerArgs(d *appsv1.Deployment) []string {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == deployer.MachineContainer {
+			return c.Args
+		}
+	}
+	return nil
+}
+
+// accountFor checks that every server carrying the cluster's Syn ID is one
+// Machine's, the one it records, and every Machine has one: nothing
+// leaked, nothing made twice; and another cluster's server and groups are
+// as they were.
+func (e *env) accountFor(w *apWorld) {
+	e.t.Helper()
+	var machines machinev1beta1.MachineList
+	if err := e.Client.List(e.ctx, &machines, client.InNamespace(demo.Namespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, m := range machines.Items {
+		if m.Spec.ProviderID == nil {
+			e.t.Errorf("Machine %s records no server", m.Name)
+			continue
+		}
+		want[strings.TrimPrefix(*m.Spec.ProviderID, "cloudscale://")] = m.Name
+	}
+	servers, err := w.c.Servers.List(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ours := 0
+	for _, s := range servers {
+		switch s.Tags[v1beta1.TagClusterID] {
+		case apClusterID:
+			ours++
+			if want[s.UUID] == "" || want[s.UUID] != s.Tags[v1beta1.TagMachineName] {
+				e.t.Errorf("server %s (%s), tagged %v, is no Machine's: leaked", s.UUID, s.Name, s.Tags)
+			}
+		case "c-other-9876":
+			if s.Status != "running" || s.Tags[v1beta1.TagMachineName] != "worker-zzzzz" {
+				e.t.Errorf("another cluster's server %s: %s, tags %v", s.Name, s.Status, s.Tags)
+			}
+		default:
+			e.t.Errorf("server %s (%s) carries tags %v: neither the cluster's nor another's", s.UUID, s.Name, s.Tags)
+		}
+	}
+	if ours != len(want) {
+		e.t.Errorf("%d servers tagged as cluster %s's, %d Machines", ours, apClusterID, len(want))
+	}
+	e.t.Logf("every server accounted for: %d of cluster %s, each one Machine's", ours, apClusterID)
+}

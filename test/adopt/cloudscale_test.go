@@ -22,6 +22,7 @@ import (
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/adopt"
 	cscloud "github.com/appuio/machine-api-provider/pkg/cloud/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	"github.com/appuio/machine-api-provider/pkg/demo"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
 )
@@ -30,7 +31,9 @@ import (
 // (the Project Syn ID, which the module tags adoptable servers with), and
 // nodes named <role>-<4 hex>.<cluster_name>.<base_domain>; and its identity,
 // the installer's infrastructureName (<cluster name>-<5 random>), which the
-// Machines carry and the provider is pinned to.
+// provider is pinned to. The cluster declares the Syn ID as its legacy
+// cluster ID (pkg/clusterid): the Machines adopt makes carry it, as the
+// servers do.
 const (
 	csClusterID = "c-green-1234"
 	csInfraName = "c-green-1234-x7k2p"
@@ -131,9 +134,12 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 			e.node(n.hex, "", []string{"infra", "worker"}, ip)
 		}
 	}
-	// The bootstrap node, gone from the cluster but not from the account.
+	// The bootstrap node, gone from the cluster but not from the account,
+	// with the module's bootstrap user data (bootstrap.tf), which sets no
+	// hostname.
 	boot, err := c.Servers.Create(ctx, &sdk.ServerRequest{Name: "bootstrap." + csDomain, Zone: "rma1", Flavor: "plus-16-4", Image: "custom:rhcos-4.19", VolumeSizeGB: 100,
-		Interfaces: &[]sdk.InterfaceRequest{{Network: net.UUID, Addresses: &[]sdk.AddressRequest{{Subnet: sub.UUID}}}}, SSHKeys: []string{}})
+		Interfaces: &[]sdk.InterfaceRequest{{Network: net.UUID, Addresses: &[]sdk.AddressRequest{{Subnet: sub.UUID}}}}, SSHKeys: []string{},
+		UserData: `{"ignition":{"version":"3.1.0","config":{"merge":[{"source":"https://bootstrap-ignition.example.com/bootstrap.ign"}]}}}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,10 +158,21 @@ func buildCloudscale(t *testing.T, e *env) *csWorld {
 		return true, ""
 	})
 	// The bootstrap server's Node, which the boot simulation registered as
-	// for any server, went: the bootstrap node never joins for good.
+	// for any server (named as RHCOS names itself on cloudscale.ch without
+	// a hostname in its user data), went: the bootstrap node never joins
+	// for good.
 	e.eventually(time.Minute, "the bootstrap node to register", func() (bool, string) {
-		err := e.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap." + csDomain}})
-		return err == nil, fmt.Sprint(err)
+		var nodes corev1.NodeList
+		if err := e.Client.List(ctx, &nodes); err != nil {
+			return false, err.Error()
+		}
+		for i := range nodes.Items {
+			if n := &nodes.Items[i]; n.Spec.ProviderID == "cloudscale://"+boot.UUID {
+				err := e.Client.Delete(ctx, n)
+				return err == nil, fmt.Sprint(err)
+			}
+		}
+		return false, "no Node with the bootstrap server's provider ID"
 	})
 	e.dropSimulatedTwins()
 	// What OpenShift has: the root CA the machine config server's
@@ -180,7 +197,7 @@ func TestAdoptCloudscale(t *testing.T) {
 	if _, err := adopt.New(e.ctx, e.kube, prov, adopt.Options{ClusterID: csClusterID}); err == nil || !strings.Contains(err.Error(), "--take-over-cluster-id "+csClusterID) {
 		t.Errorf("--cluster-id %s on cluster %s: %v, want a refusal naming --take-over-cluster-id", csClusterID, csInfraName, err)
 	}
-	// Without --take-over-cluster-id, the servers the module tagged with
+	// Neither declared nor taken over, the servers the module tagged with
 	// its cluster_id are another cluster's: left alone, every one.
 	var out bytes.Buffer
 	p0, err := e.adopter(prov, "", &out).Plan(e.ctx)
@@ -195,14 +212,16 @@ func TestAdoptCloudscale(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(out.String(), "--take-over-cluster-id "+csClusterID+" takes such servers over") {
-		t.Errorf("the plan without --take-over-cluster-id does not say how to take the module's servers over:\n%s", out.String())
+	for _, how := range []string{clusterid.DeclareCommand(csClusterID), "--take-over-cluster-id " + csClusterID + " takes them over"} {
+		if !strings.Contains(out.String(), how) {
+			t.Errorf("the plan of undeclared servers does not say how to make them the cluster's (%q):\n%s", how, out.String())
+		}
 	}
 
 	// The plan alone changes nothing, and needs nothing but reading: a
 	// read-only token makes it (least privilege; cloudscale.ch's tokens are
 	// read-only or read/write, docs/cloudscale.md#api-token).
-	e.takeOver = csClusterID
+	e.declareLegacy(csClusterID)
 	e.Cloudscale.SetTokens(map[string]emucs.Access{"demo": emucs.ReadWrite, "terraform": emucs.ReadWrite, "adopt": emucs.ReadWrite, "adopt-read-only": emucs.ReadOnly})
 	readOnly := cscloud.New(cscloud.Options{BaseURL: e.APIURL, DefaultToken: "adopt-read-only"})
 	e.Harness().ResetRequests()
@@ -223,16 +242,15 @@ func TestAdoptCloudscale(t *testing.T) {
 	plan := out.String()
 	for _, want := range []string{
 		"control plane", csInfraName + "-worker-rma1", csInfraName + "-infra-rma1",
-		"Servers tagged as cluster " + csClusterID + "'s are taken over",
+		"Servers tagged as cluster " + csClusterID + "'s are this cluster's (a declared legacy ID): their Machines carry " + csClusterID + ", nothing is retagged",
 		"worker-ffff." + csDomain, "left alone: flavor (flex-8-4; the group's plus-16-4)",
 		"bootstrap." + csDomain, "no Node runs on it",
 		"takes over worker-group (4 servers)", "MachineSet (3 replicas)", "MachineSet (2 replicas)",
 		"the masters' group stays Terraform's", `serverGroups=["` + w.groups["master"] + `"]`,
-		// The module tagged the masters with its cluster_id: they stay
-		// Terraform's (adopt retags nothing Terraform keeps), and the plan
-		// names the cluster_id that makes them the provider's.
-		"left alone: Terraform keeps the masters in its state", `tagged them with its cluster_id "` + csClusterID + `"`, `cluster_id = "` + csInfraName + `"`,
-		"no ControlPlaneMachineSet: the masters are left alone",
+		// The module tagged the masters with its cluster_id, which the
+		// cluster declares: they are the provider's as Terraform tagged
+		// them, adopted without a write on them.
+		"3 Machines, ControlPlaneMachineSet (Inactive)", "adopt: Machine (the server carries its identity)",
 	} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, plan)
@@ -242,11 +260,12 @@ func TestAdoptCloudscale(t *testing.T) {
 	// Apply: 0 creates, 0 deletes, 0 reboots.
 	e.Harness().ResetRequests()
 	_, _, r := e.run(e.adopter(prov, "", &out))
-	// The masters stay Terraform's: the module tagged them with its
-	// cluster_id, not the cluster's identity, and adopt writes nothing
+	// The module tagged every node with its cluster_id, which the cluster
+	// declares: no server is retagged, the masters are adopted too (an
+	// Inactive ControlPlaneMachineSet), and adopt writes nothing
 	// Terraform keeps.
-	if r.MachinesCreated != 5 || r.MachineSetsCreated != 2 || r.CPMSCreated != 0 || r.GroupsTakenOver != 2 || r.IdentitiesSet != 5 {
-		t.Errorf("report %+v: want 5 Machines (3 workers, 2 infra), 2 MachineSets, no CPMS (the masters stay Terraform's), 2 groups taken over (the workers' and the infra nodes'), 5 servers tagged with the cluster's identity", r)
+	if r.MachinesCreated != 8 || r.MachineSetsCreated != 2 || r.CPMSCreated != 1 || r.GroupsTakenOver != 2 || r.IdentitiesSet != 0 {
+		t.Errorf("report %+v: want 8 Machines (3 masters, 3 workers, 2 infra), 2 MachineSets, a CPMS, 2 groups taken over (the workers' and the infra nodes'), no server retagged", r)
 	}
 	e.adoptionDone("cloudscale")
 	writes := e.writes()
@@ -263,39 +282,36 @@ func TestAdoptCloudscale(t *testing.T) {
 	}
 	for name, s := range w.servers {
 		switch {
-		case name == "bootstrap", name == "worker-ffff", strings.HasPrefix(name, "master-"):
+		case name == "bootstrap", name == "worker-ffff":
 			continue
 		}
-		e.assertAdopted(name, "cloudscale://"+s.UUID, name)
+		if m := e.assertAdopted(name, "cloudscale://"+s.UUID, name); m.Labels["machine.openshift.io/cluster-api-cluster"] != csClusterID {
+			t.Errorf("Machine %s labelled %v, want the declared %s its server carries", name, m.Labels, csClusterID)
+		}
 	}
 	for _, name := range []string{"master-1a2b", "worker-0a1b", "infra-7a8b"} {
 		got, err := w.c.Servers.Get(e.ctx, w.servers[name].UUID)
-		// The masters keep the module's tags.
-		want := csInfraName
-		if strings.HasPrefix(name, "master-") {
-			want = csClusterID
-		}
-		if err != nil || got.Tags[v1beta1.TagMachineName] != name || got.Tags[v1beta1.TagClusterID] != want {
-			t.Errorf("server %s tags %v (%v), want cluster %s's", name, got.Tags, err, want)
+		// Every server keeps the module's tags.
+		if err != nil || got.Tags[v1beta1.TagMachineName] != name || got.Tags[v1beta1.TagClusterID] != csClusterID {
+			t.Errorf("server %s tags %v (%v), want cluster %s's", name, got.Tags, err, csClusterID)
 		}
 		if got.Flavor.Slug != w.servers[name].Flavor.Slug || got.Status != "running" {
 			t.Errorf("server %s changed: %s %s", name, got.Flavor.Slug, got.Status)
 		}
 	}
-	for _, name := range []string{"worker-ffff", "master-1a2b", "master-3c4d", "master-5e6f"} {
-		if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: name}, &machinev1beta1.Machine{}); err == nil {
-			t.Errorf("%s, left alone, got a Machine", name)
-		}
+	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: "worker-ffff"}, &machinev1beta1.Machine{}); err == nil {
+		t.Errorf("worker-ffff, left alone, got a Machine")
 	}
 	g, err := w.c.ServerGroups.Get(e.ctx, w.groups["worker"])
-	if err != nil || g.Tags[v1beta1.TagAntiAffinityKey] != "worker" || g.Tags[v1beta1.TagClusterID] != csInfraName || len(g.Servers) != 4 {
+	if err != nil || g.Tags[v1beta1.TagAntiAffinityKey] != "worker" || g.Tags[v1beta1.TagClusterID] != csClusterID || len(g.Servers) != 4 {
 		t.Errorf("worker-group: %+v, %v: want it the provider's group of key worker, its 4 servers kept", g, err)
 	}
 	e.machineSetOwns(csInfraName+"-worker-rma1", "worker-0a1b", "worker-2c3d", "worker-4e5f")
 	e.machineSetOwns(csInfraName+"-infra-rma1", "infra-7a8b", "infra-9c0d")
 	var cpms machinev1.ControlPlaneMachineSetList
-	if err := e.kube.List(e.ctx, &cpms, client.InNamespace(demo.Namespace)); err != nil || len(cpms.Items) != 0 {
-		t.Errorf("ControlPlaneMachineSets: %d (%v), want none: the masters stay Terraform's", len(cpms.Items), err)
+	if err := e.kube.List(e.ctx, &cpms, client.InNamespace(demo.Namespace)); err != nil || len(cpms.Items) != 1 ||
+		cpms.Items[0].Spec.State != machinev1.ControlPlaneMachineSetStateInactive || cpms.Items[0].Spec.Selector.MatchLabels["machine.openshift.io/cluster-api-cluster"] != csClusterID {
+		t.Errorf("ControlPlaneMachineSets: %+v (%v), want one, Inactive, of the declared %s", cpms.Items, err, csClusterID)
 	}
 	var secret corev1.Secret
 	if err := e.Client.Get(e.ctx, client.ObjectKey{Namespace: demo.Namespace, Name: csInfraName + "-worker-rma1-user-data"}, &secret); err != nil ||
@@ -325,8 +341,8 @@ func TestAdoptCloudscale(t *testing.T) {
 
 	// The adopted MachineSet scales like any other.
 	e.scalesLikeAnyOther(csInfraName+"-worker-rma1", 3, "POST /v1/servers", "DELETE /v1/servers/{uuid}", "api-int."+csDomain+":22623", e.cloudscaleUserData)
-	if slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && (g.CPMS != nil || g.Blocked == "") }) {
-		t.Errorf("the masters, which Terraform keeps, were planned to be adopted")
+	if !slices.ContainsFunc(p.Groups, func(g *adopt.Group) bool { return g.Master && g.CPMS != nil && g.Blocked == "" }) {
+		t.Errorf("the masters, which Terraform tagged as the provider's under the declared ID, were not planned to be adopted")
 	}
 	// What Terraform keeps is as the module wrote it.
 	kept.agrees(t)

@@ -121,6 +121,9 @@ type env struct {
 	audit   *ownaudit.Recorder
 	plans   []*adopt.Plan
 	allowed []ownaudit.Exception
+	// declared are the legacy cluster IDs the test declared
+	// (declareLegacy).
+	declared []string
 }
 
 // start starts the cluster whose identity, its infrastructureName, is
@@ -676,8 +679,26 @@ func (e *env) beginAudit() {
 		for _, caller := range adopters {
 			exceptions = append(exceptions, takeOver(caller, e.plans))
 		}
-		e.audit.Check(e.t, e.t.Name(), ownaudit.Options{ClusterID: e.Options.ClusterID, Exceptions: exceptions, AdoptCallers: adopters})
+		e.audit.Check(e.t, e.t.Name(), ownaudit.Options{ClusterID: e.Options.ClusterID, AlsoOwns: e.auditIDs(), Exceptions: exceptions, AdoptCallers: adopters})
 	})
+}
+
+// auditIDs are the legacy cluster IDs the test declared (declareLegacy)
+// and those the Infrastructure declares now: what carries them is the
+// cluster's, to the ownership audit as to the provider.
+func (e *env) auditIDs() []string {
+	e.t.Helper()
+	ids := slices.Clone(e.declared)
+	now, err := e.DeclaredIDs()
+	if err != nil {
+		e.t.Errorf("the ownership audit: the declared legacy cluster IDs: %v", err)
+	}
+	for _, id := range now.Legacy {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // adoptToken is the cloudscale.ch token adopt runs with (cloudscale_test.go).

@@ -25,9 +25,15 @@ import (
 	emuexo "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 )
 
-// The cluster as appuio/terraform-openshift4-exoscale names it.
+// The cluster as appuio/terraform-openshift4-exoscale names it: its
+// cluster_id (the Project Syn ID) names the resources the module makes
+// (<cluster_id>_<role>, <cluster_id>_clusternet, ...); the module labels no
+// instance (modules/node-group/main.tf). The installer's
+// infrastructureName, the cluster's identity, is that ID plus five random
+// characters, which the Machines adopt makes carry.
 const (
 	exoClusterID = "c-blue-5678"
+	exoInfraName = "c-blue-5678-q9r4t"
 	exoDomain    = "blue.example.com"
 	exoZone      = "ch-gva-2"
 	sshPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE24vb5lOw6UH+utLRZvFRB3zvV+F3tQrELjlDWaavxp admin@terraform"
@@ -178,10 +184,9 @@ func buildExoscale(t *testing.T, e *env) *exoWorld {
 
 func TestAdoptExoscale(t *testing.T) {
 	t.Parallel()
-	// The module's cluster_id is the cluster's identity here: the
-	// Machines and instances carry it as the module tagged them
-	// (cloudscale_test.go takes over a cluster_id that is not).
-	e := start(t, demo.Exoscale, exoClusterID)
+	// The module's cluster_id is not the cluster's identity, and it
+	// labelled no instance: adopt labels them with the infrastructureName.
+	e := start(t, demo.Exoscale, exoInfraName)
 	w := buildExoscale(t, e)
 	kept := w.terraformKept(t, e)
 	// From here on Terraform reads with a key of its own, with every
@@ -214,18 +219,18 @@ func TestAdoptExoscale(t *testing.T) {
 	e.Harness().ResetRequests()
 	var narrow bytes.Buffer
 	managerKey := exocloud.New(exocloud.Options{APIEndpoint: e.APIURL + "v2", DefaultAPIKey: emuexo.DefaultAPIKey, DefaultAPISecret: emuexo.DefaultAPISecret})
-	pn, err := e.adopter(managerKey, exoClusterID, &narrow).Plan(e.ctx)
+	pn, err := e.adopter(managerKey, exoInfraName, &narrow).Plan(e.ctx)
 	if err != nil {
 		t.Fatalf("the dry run with the provider's role: %v, want a plan that names the refusal", err)
 	}
 	pn.Print(&narrow, false)
-	for _, want := range []string{"the credentials were refused list-instance-pools", "its instance pool cannot be replaced without adopt's addition", "c-blue-5678-infra-gva2"} {
+	for _, want := range []string{"the credentials were refused list-instance-pools", "its instance pool cannot be replaced without adopt's addition", exoInfraName + "-infra-gva2"} {
 		if !strings.Contains(narrow.String(), want) {
 			t.Errorf("the plan with the provider's role lacks %q:\n%s", want, narrow.String())
 		}
 	}
 	for _, g := range pn.Groups {
-		if g.Name == "c-blue-5678-infra-gva2" && (g.Blocked != "" || g.MachineSet == nil) {
+		if g.Name == exoInfraName+"-infra-gva2" && (g.Blocked != "" || g.MachineSet == nil) {
 			t.Errorf("the infra group with the provider's role: %q, want it planned", g.Blocked)
 		}
 	}
@@ -236,7 +241,7 @@ func TestAdoptExoscale(t *testing.T) {
 
 	e.Harness().ResetRequests()
 	var out bytes.Buffer
-	p, err := e.adopter(prov, exoClusterID, &out).Plan(e.ctx)
+	p, err := e.adopter(prov, exoInfraName, &out).Plan(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +251,7 @@ func TestAdoptExoscale(t *testing.T) {
 	}
 	plan := out.String()
 	for _, want := range []string{
-		"control plane", "c-blue-5678-infra-gva2", "c-blue-5678-worker-gva2", "rolling replacement",
+		"control plane", exoInfraName + "-infra-gva2", exoInfraName + "-worker-gva2", "rolling replacement",
 		"instance pool c-blue-5678_worker-0 owns these servers", "left alone: diskSize (120; the group's 100)",
 		"can be neither labelled nor renamed", `antiAffinityGroups=[{"name":"c-blue-5678_master"}]`,
 		"Terraform keeps the masters in its state",
@@ -261,7 +266,7 @@ func TestAdoptExoscale(t *testing.T) {
 	// (a crash, a ^C, the answer lost): the replacement's Machine and
 	// Node are there, the evicted member's Node too, two members are
 	// left. The next run must finish the job with the same MachineSet.
-	ap := e.adopterWith(&loseNodeDelete{Client: e.kube}, prov, exoClusterID, &out)
+	ap := e.adopterWith(&loseNodeDelete{Client: e.kube}, prov, exoInfraName, &out)
 	p1, err := ap.Plan(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +280,7 @@ func TestAdoptExoscale(t *testing.T) {
 	if n := e.adopting("exoscale"); n == 0 {
 		t.Error("no server recorded as being adopted after an interrupted run")
 	}
-	_, text, r := e.run(e.adopter(prov, exoClusterID, &out))
+	_, text, r := e.run(e.adopter(prov, exoInfraName, &out))
 	// What the servers booted with (its pieces, plain or base64) and the
 	// credentials reach neither the plan nor the progress: only the user
 	// data secret's name does.
@@ -322,11 +327,11 @@ func TestAdoptExoscale(t *testing.T) {
 	for _, name := range []string{"infra-7a8b", "infra-9c0d"} {
 		e.assertAdopted(name, "exoscale://"+string(w.instances[name]), name)
 		inst, err := w.c.GetInstance(e.ctx, w.instances[name])
-		if err != nil || inst.Labels[v1beta1.LabelMachineName] != name || inst.Labels[v1beta1.LabelClusterID] != exoClusterID || inst.Name != name+"."+exoDomain {
+		if err != nil || inst.Labels[v1beta1.LabelMachineName] != name || inst.Labels[v1beta1.LabelClusterID] != exoInfraName || inst.Name != name+"."+exoDomain {
 			t.Errorf("instance %s: %+v, %v", name, inst, err)
 		}
 	}
-	e.machineSetOwns("c-blue-5678-infra-gva2", "infra-7a8b", "infra-9c0d")
+	e.machineSetOwns(exoInfraName+"-infra-gva2", "infra-7a8b", "infra-9c0d")
 	if pools := e.Exoscale.InstancePools(); len(pools) != 0 {
 		t.Errorf("instance pools left: %+v", pools)
 	}
@@ -335,7 +340,7 @@ func TestAdoptExoscale(t *testing.T) {
 			t.Errorf("pool member %s is still there", id)
 		}
 	}
-	if running, n := e.runningMachines("c-blue-5678-worker-gva2"); running != 3 || n != 3 {
+	if running, n := e.runningMachines(exoInfraName + "-worker-gva2"); running != 3 || n != 3 {
 		t.Errorf("worker MachineSet: %d of %d Machines Running, want 3 of 3", running, n)
 	}
 	var nodes corev1.NodeList
@@ -355,7 +360,7 @@ func TestAdoptExoscale(t *testing.T) {
 
 	// Again: nothing changes.
 	e.Harness().ResetRequests()
-	p2, _, r2 := e.run(e.adopter(prov, exoClusterID, &out))
+	p2, _, r2 := e.run(e.adopter(prov, exoInfraName, &out))
 	if r2.Changed() {
 		t.Errorf("the second run changed something: %+v", r2)
 	}
@@ -371,7 +376,7 @@ func TestAdoptExoscale(t *testing.T) {
 	}
 
 	// The adopted MachineSet scales like any other.
-	e.scalesLikeAnyOther("c-blue-5678-infra-gva2", 2, "POST /v2/instance", "DELETE /v2/instance/{id}", "api-int."+exoDomain+":22623", e.exoscaleUserData)
+	e.scalesLikeAnyOther(exoInfraName+"-infra-gva2", 2, "POST /v2/instance", "DELETE /v2/instance/{id}", "api-int."+exoDomain+":22623", e.exoscaleUserData)
 
 	// What Terraform keeps is as the module wrote it, and no key was
 	// refused anything after the dry run with the provider's role alone.
@@ -386,7 +391,7 @@ func TestAdoptExoscale(t *testing.T) {
 	// Leaving without losing a node: uninstall, install again and adopt
 	// again (the replaced pool's workers too, now standalone instances).
 	released := e.release(exocloud.Name, false)
-	e.comeBack(prov, exoClusterID, released, "POST /v2/instance", "DELETE /v2/instance/{id}")
+	e.comeBack(prov, exoInfraName, released, "POST /v2/instance", "DELETE /v2/instance/{id}")
 }
 
 // loseNodeDelete fails the first deletion of a Node, as a run that stops

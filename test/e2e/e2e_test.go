@@ -155,7 +155,14 @@ func start(t *testing.T, cloud string, autoscaler bool, opts ...func(*demo.Optio
 	// The ownership audit (test/ownaudit) of everything the test does
 	// from here on, held to the cluster's identity at its end.
 	audit := ownaudit.Begin(t, ownaudit.Source{Cloud: e.Harness().Audit(), Config: e.Cluster.Config, AuditLog: e.AuditLog()})
-	t.Cleanup(func() { audit.Check(t, t.Name(), ownaudit.Options{ClusterID: e.Options.ClusterID}) })
+	t.Cleanup(func() {
+		// The legacy cluster IDs the test declared are the cluster's too.
+		ids, err := e.DeclaredIDs()
+		if err != nil {
+			t.Errorf("the ownership audit: the declared legacy cluster IDs: %v", err)
+		}
+		audit.Check(t, t.Name(), ownaudit.Options{ClusterID: e.Options.ClusterID, AlsoOwns: ids.Legacy})
+	})
 	return e
 }
 
@@ -205,6 +212,12 @@ func assertLinked(t *testing.T, e *demo.Env) {
 		}
 		if dns != node.Name {
 			t.Errorf("machine %s: NodeInternalDNS %q, node name %q", m.Name, dns, node.Name)
+		}
+		// The hostname the server booted with (the boot simulation reads
+		// it from the user data: the installer's pointer Ignition, which
+		// sets none, with the one the provider adds).
+		if node.Name != m.Name {
+			t.Errorf("machine %s: its node is named %q, not as the Machine", m.Name, node.Name)
 		}
 		if m.Spec.ProviderID == nil || node.Spec.ProviderID != *m.Spec.ProviderID {
 			t.Errorf("machine %s: providerID %v, node's %q", m.Name, m.Spec.ProviderID, node.Spec.ProviderID)

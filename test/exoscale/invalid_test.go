@@ -30,7 +30,7 @@ func TestBadSpecsFailWithoutWrites(t *testing.T) {
 		"worker-zone":      {spec(func(s map[string]any) { s["zone"] = "ch-zrh-1" }), `spec.providerSpec.value.zone: zone "ch-zrh-1" does not exist`},
 		"worker-key":       {spec(func(s map[string]any) { s["antiAffinityKey"] = "my_workers" }), "spec.providerSpec.value.antiAffinityKey"},
 		"worker-version":   {spec(func(s map[string]any) { s["apiVersion"] = "machine.appuio.io/v1alpha1" }), `spec.providerSpec.value.apiVersion: Unsupported value: "machine.appuio.io/v1alpha1"`},
-		"worker-user-data": {spec(func(s map[string]any) { s["userDataSecret"] = map[string]string{"name": "huge-user-data"} }), "the rendered user data is 24639 bytes, more than the 24576 bytes"},
+		"worker-user-data": {spec(func(s map[string]any) { s["userDataSecret"] = map[string]string{"name": "huge-user-data"} }), "the rendered user data is 24761 bytes, more than the 24576 bytes"},
 		"worker-creds":     {spec(func(s map[string]any) { s["credentialsSecret"] = map[string]string{"name": "no-secret-key"} }), `key "api-secret"`},
 	}
 	for name, c := range cases {

@@ -81,8 +81,11 @@ func TestMachineBecomesInstance(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, i.Labels[k], v)
 		}
 	}
-	if ud, _ := base64.StdEncoding.DecodeString(i.UserData); string(ud) != canaryUserData {
-		t.Errorf("user data %q, want the secret's Ignition untouched", ud)
+	// The secret's Ignition, with the Machine's name as its hostname
+	// (pkg/userdata's hostname.go).
+	want := strings.TrimSuffix(canaryUserData, "}") + `,"storage":{"files":[{"contents":{"source":"data:,worker-a"},"mode":420,"overwrite":true,"path":"/etc/hostname"}]}}`
+	if ud, _ := base64.StdEncoding.DecodeString(i.UserData); string(ud) != want {
+		t.Errorf("user data %q, want the secret's Ignition with its Machine's hostname %q", ud, want)
 	}
 	if len(i.SecurityGroups) != 1 || i.SecurityGroups[0] != string(sg.Reference.ID) {
 		t.Errorf("security groups %v", i.SecurityGroups)

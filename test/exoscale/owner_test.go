@@ -129,7 +129,7 @@ func TestNodeByNameAndAddressHoldsTheDelete(t *testing.T) {
 	m := waitPhase(t, e, "worker-a", machinev1.PhaseProvisioned)
 	id := strings.TrimPrefix(*m.Spec.ProviderID, "exoscale://")
 	inst, _ := e.Exoscale.Instance(id)
-	node := nodeWithoutProviderID(t, e, "worker-a", inst.PublicIPv4)
+	node := fixture.NodeWithoutProviderID(t, e, "worker-a", inst.PublicIPv4)
 	e.DeleteMachine(t, "worker-a")
 	heldUntilNodeGone(t, e, "worker-a", id, node)
 }

@@ -103,30 +103,49 @@ func TestDocumentedRolePolicySuffices(t *testing.T) {
 	}
 }
 
-// TestDocumentedAdoptRole: the role docs/exoscale.md gives adopt's key is
-// the provider's rule, word for word, and a rule of exactly the operations
-// only adopt calls (the client's second table). test/adopt runs adopt under
-// it.
-func TestDocumentedAdoptRole(t *testing.T) {
+// documentedAddition is the second rule of a role docs/exoscale.md gives
+// under heading, whose first rule must be the provider's, word for word:
+// the operations it adds, sorted.
+func documentedAddition(t *testing.T, heading string) []string {
+	t.Helper()
 	manager, err := emu.ParsePolicy(documentedPolicy(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	adopt, err := emu.ParsePolicy(fixture.DocumentedJSON(t, "../..", "exoscale.md", "IAM role for adopt"))
+	role, err := emu.ParsePolicy(fixture.DocumentedJSON(t, "../..", "exoscale.md", heading))
 	if err != nil {
-		t.Fatalf("the documented adopt role: %v", err)
+		t.Fatalf("the documented %q: %v", heading, err)
 	}
-	rules := adopt.Services[exoscale.IAMService].Rules
-	if len(rules) != 2 || rules[0] != manager.Services[exoscale.IAMService].Rules[0] || adopt.DefaultServiceStrategy != "deny" {
-		t.Fatalf("the adopt role's rules %+v: want the provider's rule, then adopt's addition", rules)
+	rules := role.Services[exoscale.IAMService].Rules
+	if len(rules) != 2 || rules[0] != manager.Services[exoscale.IAMService].Rules[0] || role.DefaultServiceStrategy != "deny" {
+		t.Fatalf("the rules of %q %+v: want the provider's rule, then the addition", heading, rules)
 	}
 	var added []string
 	for _, m := range regexp.MustCompile(`'([a-z-]+)'`).FindAllStringSubmatch(rules[1].Expression, -1) {
 		added = append(added, m[1])
 	}
 	slices.Sort(added)
-	if !slices.Equal(added, exoscale.AdoptIAMOperations()) {
+	return added
+}
+
+// TestDocumentedAdoptRole: the role docs/exoscale.md gives adopt's key is
+// the provider's rule, word for word, and a rule of exactly the operations
+// only adopt calls (the client's second table). test/adopt runs adopt under
+// it.
+func TestDocumentedAdoptRole(t *testing.T) {
+	if added := documentedAddition(t, "IAM role for adopt"); !slices.Equal(added, exoscale.AdoptIAMOperations()) {
 		t.Errorf("the documented addition allows %v,\nadopt calls %v beside the provider's", added, exoscale.AdoptIAMOperations())
+	}
+}
+
+// TestDocumentedBootImageRole: the role docs/exoscale.md gives where boot
+// images are managed is the provider's rule, word for word, and a rule of
+// exactly the operations only the boot image controller and `images` call
+// (the client's third table); pkg/cloud/exoscale's
+// TestBootImagesNeedTheirRoleAddition imports and deletes under that table.
+func TestDocumentedBootImageRole(t *testing.T) {
+	if added := documentedAddition(t, "IAM role for boot images"); !slices.Equal(added, exoscale.BootImageIAMOperations()) {
+		t.Errorf("the documented addition allows %v,\nboot images call %v beside the provider's", added, exoscale.BootImageIAMOperations())
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	v3 "github.com/exoscale/egoscale/v3"
 	machinev1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
 	"github.com/appuio/machine-api-provider/pkg/manager"
@@ -38,26 +37,11 @@ func TestNodeOnAPrivateAddressHoldsTheDeleteAfterARestart(t *testing.T) {
 	if len(inst.PrivateIPs) != 1 {
 		t.Fatalf("the instance leases %v", inst.PrivateIPs)
 	}
-	node := nodeWithoutProviderID(t, e, "worker-a", inst.PrivateIPs[0])
+	node := fixture.NodeWithoutProviderID(t, e, "worker-a", inst.PrivateIPs[0])
 	stop()
 	e.DeleteMachine(t, "worker-a")
 	startManager(t, e, manager.Options{})
 	heldUntilNodeGone(t, e, "worker-a", id, node)
-}
-
-// nodeWithoutProviderID registers a Node as a kubelet of a cluster without
-// a cloud controller manager does: no providerID, its address.
-func nodeWithoutProviderID(t *testing.T, e *fixture.Env, name, ip string) *corev1.Node {
-	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := e.Client.Create(context.Background(), node); err != nil {
-		t.Fatal(err)
-	}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
-	if err := e.Client.Status().Update(context.Background(), node); err != nil {
-		t.Fatal(err)
-	}
-	return node
 }
 
 // heldUntilNodeGone checks that the deletion of a Machine waits, saying

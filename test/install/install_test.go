@@ -149,10 +149,11 @@ func testInstall(t *testing.T, cloudName string, c cloud.Cloud, spec map[string]
 		t.Fatal(err)
 	}
 
-	// What the installer makes itself: the worker Ignition pointer; and
-	// the machine-config-operator's managed one, whose CA differs (it
-	// rotated it).
-	if err := e.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: installmanifests.UserDataSecret, Namespace: demo.Namespace},
+	// What the installer makes itself: the worker Ignition pointer (the
+	// local cluster has one, which this one with the install-time CA
+	// replaces); and the machine-config-operator's managed one, whose CA
+	// differs (it rotated it).
+	if err := e.Client.Update(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: installmanifests.UserDataSecret, Namespace: demo.Namespace},
 		Data: map[string][]byte{"userData": []byte(workerIgnition)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -379,16 +379,22 @@ func (c *cell) emulate() {
 	if err := c.admin.Create(c.ctx, secret); err != nil {
 		t.Fatal(err)
 	}
+	// The installer's worker user data, which names no hostname: the
+	// provider gives each server its Machine's (pkg/userdata).
+	if err := c.admin.Create(c.ctx, demo.WorkerUserData(clusterID)); err != nil {
+		t.Fatal(err)
+	}
 }
 
-// providerSpec is the worker MachineSet's provider spec on the cloud; the
-// credentials are the deployer's default ones.
+// providerSpec is the worker MachineSet's provider spec on the cloud, with
+// the installer's worker user data; the credentials are the deployer's
+// default ones.
 func (c *cell) providerSpec() string {
 	if c.cloud == demo.Exoscale {
-		return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":"ch-gva-2","instanceType":"standard.large","template":{"name":%q},"diskSize":50}`,
-			emuexo.DefaultTemplates[0].Name)
+		return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"ExoscaleMachineProviderSpec","zone":"ch-gva-2","instanceType":"standard.large","template":{"name":%q},"diskSize":50,"userDataSecret":{"name":%q}}`,
+			emuexo.DefaultTemplates[0].Name, demo.WorkerUserDataSecret)
 	}
-	return `{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"interfaces":[{"type":"Public"}]}`
+	return fmt.Sprintf(`{"apiVersion":"machine.appuio.io/v1beta1","kind":"CloudscaleMachineProviderSpec","zone":"rma1","flavor":"flex-8-4","image":"custom:rhcos-4.19","rootVolumeSizeGB":50,"interfaces":[{"type":"Public"}],"userDataSecret":{"name":%q}}`, demo.WorkerUserDataSecret)
 }
 
 // apply applies u server-side as the test.

@@ -20,7 +20,11 @@
 //     moment: its tags or labels carry the cluster's ID or one it is
 //     declared to own (Options.AlsoOwns, a fleet cluster's legacy IDs); an
 //     Exoscale anti-affinity group (no labels) is the cluster's when the
-//     provider's description names it (exoscale.GroupClusterID); an
+//     provider's description names it (exoscale.GroupClusterID), any other
+//     Exoscale object without labels (a template the boot image controller
+//     registered) when the provider's mark at the start of its
+//     description does (exoscale.DescribedClusterID, the reader the
+//     provider judges it with); an
 //     object without any identity that one of the cluster's servers names
 //     (a root volume) is that server's.
 //   - An object without any identity that a provider spec of the cluster's

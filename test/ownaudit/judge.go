@@ -132,9 +132,12 @@ var clusterKeys = []string{csv1.TagClusterID, exov1.LabelClusterID}
 var serverKinds = []string{"servers", "instances"}
 
 // ClusterOf is the cluster an object's own identity names: its tags' or
-// labels' cluster ID, or for an Exoscale anti-affinity group (no labels)
-// what the provider's description of it says. ok is false when it names
-// none.
+// labels' cluster ID, or for an Exoscale object without labels (a
+// template the boot image controller registered, a security group an
+// admin marked) the provider's mark in its description, read by the
+// provider's own reader (exoscale.DescribedClusterID); an anti-affinity
+// group is the cluster's only when the provider made it so (name and
+// description, exoscale.GroupClusterID). ok is false when it names none.
 func ClusterOf(o harness.Object) (cluster string, ok bool) {
 	for _, k := range clusterKeys {
 		if v := o.Identity[k]; v != "" {
@@ -143,6 +146,9 @@ func ClusterOf(o harness.Object) (cluster string, ok bool) {
 	}
 	if o.Kind == "anti_affinity_groups" {
 		return exocloud.GroupClusterID(o.Name, o.Description)
+	}
+	if c := exocloud.DescribedClusterID(o.Description); c != "" {
+		return c, true
 	}
 	return "", false
 }

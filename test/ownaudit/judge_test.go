@@ -176,3 +176,42 @@ func TestNodeDeletes(t *testing.T) {
 		t.Errorf("adopt's Node delete without its credentials declared: %v, want it foreign", r.ForeignNodeDeletes)
 	}
 }
+
+// Exoscale templates carry no labels: whose one is, is the provider's mark
+// at the start of its description, read with the provider's own reader.
+// The boot image controller's writes to the cluster's templates (a copy to
+// another zone, which makes one; a delete) pass; the same writes to
+// another cluster's template, or to a template nobody marked (a person's,
+// with the import's maintainer), are foreign. Before the reader every
+// write to a template was foreign: the audit could not judge them.
+func TestTemplateWrites(t *testing.T) {
+	tpl := func(id, description string) harness.Object {
+		return harness.Object{Kind: "templates", ID: id, Name: id, Description: description}
+	}
+	mark := func(cluster string) string {
+		return "machine-api-provider cluster=" + cluster + " boot image: RHCOS 9.6.20260101-0 (rhel-9, amd64) of OpenShift 4.22.1"
+	}
+	ours, copied := tpl("ours", mark(us)), tpl("ours-copy", mark(us))
+	copyW := write("POST", "POST /v2/template/{id}", &ours, t0)
+	copyW.Created = []harness.Object{copied}
+	own := []harness.Write{copyW, write("DELETE", "DELETE /v2/template/{id}", &ours, t0)}
+	if r := Judge(Options{ClusterID: us}, own, nil, nil, nil); len(r.Foreign) != 0 || r.Writes != len(own) {
+		t.Errorf("the cluster's template writes: %d judged, foreign %v", r.Writes, r.Foreign)
+	}
+	foreign := []harness.Write{
+		write("DELETE", "DELETE /v2/template/{id}", ptr(tpl("theirs", mark(them))), t0),
+		write("DELETE", "DELETE /v2/template/{id}", ptr(tpl("by-hand", "RHCOS for the workers, imported by hand")), t0),
+	}
+	r := Judge(Options{ClusterID: us}, foreign, nil, nil, nil)
+	if len(r.Foreign) != len(foreign) {
+		t.Fatalf("%d foreign writes, want %d: %v", len(r.Foreign), len(foreign), r.Foreign)
+	}
+	for i, want := range []string{`writes to templates theirs (theirs) description "machine-api-provider cluster=` + them, `, cluster "` + them + `"'s`} {
+		if !strings.Contains(r.Foreign[0], want) {
+			t.Errorf("foreign write %d: %q, want it to say %q", i, r.Foreign[0], want)
+		}
+	}
+	if !strings.Contains(r.Foreign[1], "writes to templates by-hand") || !strings.Contains(r.Foreign[1], "of no cluster") {
+		t.Errorf("the write to the unmarked template: %q", r.Foreign[1])
+	}
+}

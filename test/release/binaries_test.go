@@ -63,9 +63,16 @@ func TestReleaseBinaries(t *testing.T) {
 			f.Close()
 		}
 	}
-	out, err := exec.Command(filepath.Join(r.dir, "machine-api-provider-"+runtime.GOOS+"-"+runtime.GOARCH), "--version").CombinedOutput()
+	tool := filepath.Join(r.dir, "machine-api-provider-"+runtime.GOOS+"-"+runtime.GOARCH)
+	out, err := exec.Command(tool, "--version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), Version) {
 		t.Errorf("--version: %q, %v; want %s", out, err, Version)
+	}
+	// install-manifests installs the image of its own release, whose
+	// config/ it embeds: a tool of another release would drift silently.
+	out, err = exec.Command(tool, "install-manifests", "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `(default "`+r.image()+`")`) {
+		t.Errorf("install-manifests --help does not default --image to the release's %s (%v):\n%s", r.image(), err, out)
 	}
 }
 

@@ -186,9 +186,10 @@ func installFromReleaseManifests(t *testing.T, r *release, cloud, binary, admin,
 	t.Logf("%s made %d requests; %s runs %s", user, requests, name, r.image())
 
 	// The release's tool, from the admin's PATH (no Go), reads the
-	// installed cluster: uninstall's plan names what it would stop and
-	// delete, and changes nothing.
-	out, err := asAdmin(admin, tools, "machine-api-provider", "uninstall", "--cloud", cloud, "--kubeconfig", adminKubeconfig(t, cfg, t.TempDir()))
+	// installed cluster: uninstall's plan, for the cloud the installed
+	// deployer serves (no --cloud), names what it would stop and delete,
+	// and changes nothing.
+	out, err := asAdmin(admin, tools, "machine-api-provider", "uninstall", "--kubeconfig", adminKubeconfig(t, cfg, t.TempDir()))
 	if err != nil {
 		t.Fatalf("machine-api-provider uninstall (the plan): %v\n%s", err, out)
 	}

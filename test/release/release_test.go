@@ -302,6 +302,23 @@ func TestReleaseNamesItsImageByDigest(t *testing.T) {
 				t.Errorf("the %s CSV names %s, want %s", cloud, ref, r.image())
 			}
 		}
+		// Every alert links the runbook of the release's tag, a page the tag
+		// has: an on-call engineer on a release reads its runbooks, not main's.
+		runbooks := 0
+		for _, m := range regexp.MustCompile(`runbook_url: (\S+)`).FindAllStringSubmatch(string(mustRead(t, filepath.Join(r.dir, "install-"+cloud+".yaml"))), -1) {
+			page, ok := strings.CutPrefix(m[1], "https://github.com/appuio/machine-api-provider/blob/"+Version+"/")
+			if !ok {
+				t.Errorf("install-%s.yaml links the runbook %s, not one of %s", cloud, m[1], Version)
+				continue
+			}
+			if _, err := run(r.repo, nil, "git", "cat-file", "-e", Version+":"+page); err != nil {
+				t.Errorf("install-%s.yaml links %s, which the tag %s does not have", cloud, page, Version)
+			}
+			runbooks++
+		}
+		if runbooks < 10 {
+			t.Errorf("install-%s.yaml links %d runbooks", cloud, runbooks)
+		}
 		bundle := readOCI(t, filepath.Join(r.dir, "bundle", "machine-api-provider-"+cloud+"-bundle.oci.tar"))
 		catalog, err := os.ReadFile(filepath.Join(r.dir, "catalog", "machine-api-provider-"+cloud, "catalog.yaml"))
 		if err != nil {
@@ -477,4 +494,13 @@ func TestReleaseRefusesADirtyTree(t *testing.T) {
 	if err == nil || !strings.Contains(out, "commit them first") || !strings.Contains(out, "pkg/stray.go") {
 		t.Errorf("make release on a dirty tree: %v\n%s", err, tail(out, 10))
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

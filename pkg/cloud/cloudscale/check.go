@@ -24,7 +24,7 @@ func (c *Client) CheckSpec(ctx context.Context, spec cloud.Spec) error {
 	if err != nil {
 		return err
 	}
-	return c.checkSpec(ctx, p, "")
+	return c.checkSpec(ctx, p, cloud.MachineRef{})
 }
 
 // checkSpec is CheckSpec, and with a cluster (the create's) also checks
@@ -32,13 +32,13 @@ func (c *Client) CheckSpec(ctx context.Context, spec cloud.Spec) error {
 // network, subnet, custom image or server group tagged as another
 // cluster's is a *cloud.ForeignResourceError. That check does not skip a
 // list it cannot have: nothing is joined whose owner is unknown.
-func (c *Client) checkSpec(ctx context.Context, p *v1beta1.CloudscaleMachineProviderSpec, clusterID string) error {
+func (c *Client) checkSpec(ctx context.Context, p *v1beta1.CloudscaleMachineProviderSpec, m cloud.MachineRef) error {
 	if flavors, err := c.flavorList(ctx); err == nil && len(flavors) > 0 {
 		if _, err := lookupFlavor(flavors, p.Zone, p.Flavor); err != nil {
 			return err
 		}
 	}
-	if err := c.checkImage(ctx, p, clusterID); err != nil {
+	if err := c.checkImage(ctx, p, m); err != nil {
 		return err
 	}
 	for i, in := range p.Interfaces {
@@ -46,18 +46,18 @@ func (c *Client) checkSpec(ctx context.Context, p *v1beta1.CloudscaleMachineProv
 			continue
 		}
 		if in.NetworkUUID != "" {
-			if err := c.checkNetwork(ctx, p.Zone, in.NetworkUUID, fmt.Sprintf("interfaces[%d].networkUUID", i), clusterID); err != nil {
+			if err := c.checkNetwork(ctx, p.Zone, in.NetworkUUID, fmt.Sprintf("interfaces[%d].networkUUID", i), m); err != nil {
 				return err
 			}
 		}
 		for j, a := range in.Addresses {
-			if err := c.checkAddress(ctx, in.NetworkUUID, a, fmt.Sprintf("interfaces[%d].addresses[%d]", i, j), clusterID); err != nil {
+			if err := c.checkAddress(ctx, in.NetworkUUID, a, fmt.Sprintf("interfaces[%d].addresses[%d]", i, j), m); err != nil {
 				return err
 			}
 		}
 	}
 	for i, id := range p.ServerGroups {
-		if err := c.checkServerGroup(ctx, id, fmt.Sprintf("serverGroups[%d]", i), clusterID); err != nil {
+		if err := c.checkServerGroup(ctx, id, fmt.Sprintf("serverGroups[%d]", i), m); err != nil {
 			return err
 		}
 	}
@@ -67,26 +67,26 @@ func (c *Client) checkSpec(ctx context.Context, p *v1beta1.CloudscaleMachineProv
 // unchecked is what a lookup that failed (err) means: nothing for the
 // catalog checks, whose part the create speaks for; an error when whose
 // the resource is must be known (a cluster is given).
-func unchecked(err error, clusterID, field string) error {
-	if clusterID == "" {
+func unchecked(err error, m cloud.MachineRef, field string) error {
+	if m.ClusterID == "" {
 		return nil
 	}
 	return fmt.Errorf("%s: whose it is cannot be told now: %w", field, err)
 }
 
 // ownedBy checks the cluster tag of a resource the spec names at field
-// against clusterID ("": not checked).
-func ownedBy(tags sdk.TagMap, field, what, ref, clusterID string) error {
-	if clusterID == "" {
+// against m's cluster IDs (none: not checked).
+func ownedBy(tags sdk.TagMap, field, what, ref string, m cloud.MachineRef) error {
+	if m.ClusterID == "" {
 		return nil
 	}
-	return cloud.CheckResourceCluster(field, what, ref, "tag "+v1beta1.TagClusterID, tags[v1beta1.TagClusterID], clusterID)
+	return cloud.CheckResourceCluster(field, what, ref, "tag "+v1beta1.TagClusterID, tags[v1beta1.TagClusterID], m)
 }
 
 // checkServerGroup checks whose a server group of the spec's serverGroups
 // is. One that does not exist is left to the create, which refuses it.
-func (c *Client) checkServerGroup(ctx context.Context, id, field, clusterID string) error {
-	if clusterID == "" {
+func (c *Client) checkServerGroup(ctx context.Context, id, field string, m cloud.MachineRef) error {
+	if m.ClusterID == "" {
 		return nil
 	}
 	g, ok, err := findCached(ctx, &c.groups, c, "servergroup.list", func(g sdk.ServerGroup) bool { return strings.EqualFold(g.UUID, id) }, func(ctx context.Context) ([]sdk.ServerGroup, error) {
@@ -94,18 +94,18 @@ func (c *Client) checkServerGroup(ctx context.Context, id, field, clusterID stri
 	})
 	switch {
 	case err != nil:
-		return unchecked(err, clusterID, field)
+		return unchecked(err, m, field)
 	case !ok:
 		return nil
 	}
-	return ownedBy(g.Tags, field, "server group", id, clusterID)
+	return ownedBy(g.Tags, field, "server group", id, m)
 }
 
 // checkAddress checks a fixed address against its subnet: the subnet must
 // exist and be of the interface's network, and the address one the subnet
 // can give a server (inside its range; not its network, broadcast or
 // gateway address).
-func (c *Client) checkAddress(ctx context.Context, networkUUID string, a v1beta1.Address, field, clusterID string) error {
+func (c *Client) checkAddress(ctx context.Context, networkUUID string, a v1beta1.Address, field string, m cloud.MachineRef) error {
 	if a.SubnetUUID == "" {
 		return nil
 	}
@@ -114,13 +114,13 @@ func (c *Client) checkAddress(ctx context.Context, networkUUID string, a v1beta1
 	})
 	switch {
 	case err != nil:
-		return unchecked(err, clusterID, field+".subnetUUID")
+		return unchecked(err, m, field+".subnetUUID")
 	case !ok:
 		return &cloud.InvalidConfigError{Field: field + ".subnetUUID", Message: fmt.Sprintf("subnet %s does not exist in this cloudscale.ch account", a.SubnetUUID)}
 	case networkUUID != "" && sn.Network.UUID != "" && !strings.EqualFold(sn.Network.UUID, networkUUID):
 		return &cloud.InvalidConfigError{Field: field + ".subnetUUID", Message: fmt.Sprintf("subnet %s is of network %s, not of the interface's network %s", a.SubnetUUID, sn.Network.UUID, networkUUID)}
 	}
-	if err := ownedBy(sn.Tags, field+".subnetUUID", "subnet", a.SubnetUUID, clusterID); err != nil {
+	if err := ownedBy(sn.Tags, field+".subnetUUID", "subnet", a.SubnetUUID, m); err != nil {
 		return err
 	}
 	if a.Address == "" {
@@ -163,7 +163,7 @@ func orNone(s string) string {
 
 // checkImage checks a custom image (custom:<slug> or a UUID); public image
 // slugs have no list in the SDK and are left to the create.
-func (c *Client) checkImage(ctx context.Context, p *v1beta1.CloudscaleMachineProviderSpec, clusterID string) error {
+func (c *Client) checkImage(ctx context.Context, p *v1beta1.CloudscaleMachineProviderSpec, m cloud.MachineRef) error {
 	slug, custom := strings.CutPrefix(p.Image, "custom:")
 	byUUID := uuidPattern.MatchString(p.Image)
 	if !custom && !byUUID {
@@ -182,9 +182,9 @@ func (c *Client) checkImage(ctx context.Context, p *v1beta1.CloudscaleMachinePro
 		if err == nil {
 			return &cloud.InvalidConfigError{Field: "image", Message: fmt.Sprintf("custom image %q does not exist in this cloudscale.ch account", p.Image)}
 		}
-		return unchecked(err, clusterID, "image")
+		return unchecked(err, m, "image")
 	}
-	if err := ownedBy(image.Tags, "image", "custom image", fmt.Sprintf("%q", p.Image), clusterID); err != nil {
+	if err := ownedBy(image.Tags, "image", "custom image", fmt.Sprintf("%q", p.Image), m); err != nil {
 		return err
 	}
 	if len(image.Zones) > 0 && !slices.ContainsFunc(image.Zones, func(z sdk.ZoneStub) bool { return z.Slug == p.Zone }) {
@@ -196,19 +196,19 @@ func (c *Client) checkImage(ctx context.Context, p *v1beta1.CloudscaleMachinePro
 	return nil
 }
 
-func (c *Client) checkNetwork(ctx context.Context, zone, id, field, clusterID string) error {
+func (c *Client) checkNetwork(ctx context.Context, zone, id, field string, m cloud.MachineRef) error {
 	n, ok, err := findCached(ctx, &c.networks, c, "network.list", func(n sdk.Network) bool { return strings.EqualFold(n.UUID, id) }, func(ctx context.Context) ([]sdk.Network, error) {
 		return c.sdk.Networks.List(ctx)
 	})
 	switch {
 	case err != nil:
-		return unchecked(err, clusterID, field)
+		return unchecked(err, m, field)
 	case !ok:
 		return &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("network %s does not exist in this cloudscale.ch account", id)}
 	case n.Zone.Slug != "" && n.Zone.Slug != zone:
 		return &cloud.InvalidConfigError{Field: field, Message: fmt.Sprintf("network %s is in zone %s, not in %s", id, n.Zone.Slug, zone)}
 	}
-	return ownedBy(n.Tags, field, "network", id, clusterID)
+	return ownedBy(n.Tags, field, "network", id, m)
 }
 
 // findCached looks for an item in a cached catalog, listing again once when

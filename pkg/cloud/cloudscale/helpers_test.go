@@ -103,12 +103,18 @@ func sel(machine string) cloud.Selector {
 
 func (v *env) create(name string, spec *Spec) *cloud.Server {
 	v.t.Helper()
-	s, created, err := v.client.CreateServer(v.ctx, ref(name), spec, nil)
+	return v.createFor(ref(name), spec)
+}
+
+// createFor creates a server for the Machine m.
+func (v *env) createFor(m cloud.MachineRef, spec *Spec) *cloud.Server {
+	v.t.Helper()
+	s, created, err := v.client.CreateServer(v.ctx, m, spec, nil)
 	if err != nil {
-		v.t.Fatalf("creating %s: %v", name, err)
+		v.t.Fatalf("creating %s: %v", m.Name, err)
 	}
 	if !created {
-		v.t.Fatalf("creating %s found server %s instead", name, s.ID)
+		v.t.Fatalf("creating %s found server %s instead", m.Name, s.ID)
 	}
 	return s
 }

@@ -104,7 +104,7 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 	ctx = cloud.WithRedaction(ctx, string(userData))
 	// The catalog, and whose the groups, networks, subnets and image the
 	// spec names are: before anything is written (an anti-affinity group).
-	if err := c.checkSpec(ctx, p, m.ClusterID); err != nil {
+	if err := c.checkSpec(ctx, p, m); err != nil {
 		return nil, false, err
 	}
 	req := serverRequest(m, p, userData)

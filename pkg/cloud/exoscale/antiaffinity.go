@@ -40,14 +40,14 @@ func groupDescription(k cloud.GroupKey, created time.Time) string {
 // any group the provider did not make.
 func parseGroup(name, description string) (k cloud.GroupKey, created time.Time, ok bool) {
 	f := strings.Fields(description)
-	if len(f) != 4 || f[0] != groupMarker {
+	cluster := DescribedClusterID(description) // whose: the one reader (resources.go)
+	if len(f) != 4 || cluster == "" {
 		return k, created, false
 	}
-	cluster, ok1 := strings.CutPrefix(f[1], "cluster=")
 	key, ok2 := strings.CutPrefix(f[2], "key=")
 	at, ok3 := strings.CutPrefix(f[3], "created=")
 	sec, err := strconv.ParseInt(at, 10, 64)
-	if !ok1 || !ok2 || !ok3 || err != nil || cluster == "" || key == "" {
+	if !ok2 || !ok3 || err != nil || key == "" {
 		return k, created, false
 	}
 	k = cloud.GroupKey{ClusterID: cluster, Key: key}

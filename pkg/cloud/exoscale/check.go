@@ -15,9 +15,10 @@ import (
 
 // resolved is a spec's references turned into the IDs the API takes.
 type resolved struct {
-	// clusterID is the cluster whose resources the references were
-	// checked to be (or to be no cluster's); "" when not checked.
-	clusterID          string
+	// ref is the Machine whose cluster's resources the references were
+	// checked to be (or to be no cluster's); no ClusterID when not
+	// checked.
+	ref                cloud.MachineRef
 	zone               *v3.Client
 	instanceType       v3.InstanceType
 	template           v3.Template
@@ -46,7 +47,7 @@ func (c *Client) CheckSpec(ctx context.Context, spec cloud.Spec) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.resolve(ctx, p, false, "")
+	_, err = c.resolve(ctx, p, false, cloud.MachineRef{})
 	return err
 }
 
@@ -56,13 +57,13 @@ func (c *Client) CheckSpec(ctx context.Context, spec cloud.Spec) error {
 // IDs), else that reference is skipped. With a cluster (the create's),
 // a resource that carries another cluster's identity is a
 // *cloud.ForeignResourceError naming the field (resources.go).
-func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProviderSpec, strict bool, clusterID string) (*resolved, error) {
-	r := resolved{clusterID: clusterID}
+func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProviderSpec, strict bool, m cloud.MachineRef) (*resolved, error) {
+	r := resolved{ref: m}
 	owned := func(field, what, ref, cluster, mark string) error {
-		if clusterID == "" {
+		if m.ClusterID == "" {
 			return nil
 		}
-		return cloud.CheckResourceCluster(field, what, ref, mark, cluster, clusterID)
+		return cloud.CheckResourceCluster(field, what, ref, mark, cluster, m)
 	}
 	skip := func(err error) error {
 		if _, invalid := err.(*cloud.InvalidConfigError); invalid || strict {
@@ -89,7 +90,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 		if err := checkDisk(p, r.template); err != nil {
 			return nil, err
 		}
-		if err := owned("template", "template", describe(p.Template.ID, p.Template.Name), describedCluster(r.template.Description), markDescription); err != nil {
+		if err := owned("template", "template", describe(p.Template.ID, p.Template.Name), DescribedClusterID(r.template.Description), markDescription); err != nil {
 			return nil, err
 		}
 	}
@@ -101,7 +102,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 			return nil, err
 		}
 		if err == nil {
-			if err := owned(field, "security group", describe(ref.ID, ref.Name), describedCluster(g.Description), markDescription); err != nil {
+			if err := owned(field, "security group", describe(ref.ID, ref.Name), DescribedClusterID(g.Description), markDescription); err != nil {
 				return nil, err
 			}
 		}
@@ -115,7 +116,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 			return nil, err
 		}
 		if err == nil {
-			if err := owned(field, "anti-affinity group", describe(ref.ID, ref.Name), describedCluster(g.Description), markDescription); err != nil {
+			if err := owned(field, "anti-affinity group", describe(ref.ID, ref.Name), DescribedClusterID(g.Description), markDescription); err != nil {
 				return nil, err
 			}
 		}
@@ -154,7 +155,7 @@ func (c *Client) resolve(ctx context.Context, p *v1beta1.ExoscaleMachineProvider
 			return nil, err
 		}
 		if err == nil {
-			if err := owned("deployTarget", "deploy target", describe(p.DeployTarget.ID, p.DeployTarget.Name), describedCluster(dt.Description), markDescription); err != nil {
+			if err := owned("deployTarget", "deploy target", describe(p.DeployTarget.ID, p.DeployTarget.Name), DescribedClusterID(dt.Description), markDescription); err != nil {
 				return nil, err
 			}
 		}

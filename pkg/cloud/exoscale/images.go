@@ -20,18 +20,33 @@ import (
 // in the first zone from a URL with the file's MD5 (boot mode uefi, default
 // user core, SSH keys on, passwords off), then copied to the other zones,
 // each change an operation followed to its end. Templates have no labels:
-// the maintainer field marks a template as the cluster's
-// (bootImageMaintainer), version and build say what it holds.
+// whose a template is, is the provider's mark at the start of its
+// description (templateDescription), read as on every Exoscale resource
+// without labels (DescribedClusterID, resources.go); the maintainer
+// (bootImageMaintainer), version and build say that the boot image
+// controller made it and what it holds. A copy to another zone keeps all
+// of them.
 
 // bootImageMaintainer is the maintainer of the cluster's templates.
 func bootImageMaintainer(clusterID string) string { return "machine-api-provider/" + clusterID }
+
+// templateDescription marks a template the provider registers as the
+// cluster's, then says what it holds for a person reading it.
+func templateDescription(clusterID string, src cloud.BootImageSource) string {
+	return fmt.Sprintf("%s cluster=%s boot image: RHCOS %s (%s, %s) of OpenShift %s", groupMarker, clusterID, src.RHCOS, src.Stream, src.Arch, src.Release)
+}
 
 // OperationPoll is how often an operation under way is looked at; tests
 // make it shorter.
 var OperationPoll = 3 * time.Second
 
+// ourTemplate says whether t is one of the cluster's boot images: marked
+// as the cluster's (the one reader of Exoscale's marks) and made by the
+// import. A template of the name another cluster, a person or Terraform
+// made is never listed, copied from or deleted.
 func ourTemplate(t v3.Template, clusterID string) bool {
-	return t.Maintainer == bootImageMaintainer(clusterID) && t.Version != "" && strings.Count(t.Build, "/") == 2
+	return clusterID != "" && DescribedClusterID(t.Description) == clusterID &&
+		t.Maintainer == bootImageMaintainer(clusterID) && t.Version != "" && strings.Count(t.Build, "/") == 2
 }
 
 func templateBootImage(t v3.Template, zone string) cloud.BootImage {
@@ -176,7 +191,7 @@ func (c *Client) registerTemplate(ctx context.Context, zc *v3.Client, clusterID 
 		Name: src.Name, URL: src.URL, Checksum: src.MD5,
 		BootMode: v3.RegisterTemplateRequestBootModeUefi, DefaultUser: "core",
 		SSHKeyEnabled: v3.Bool(true), PasswordEnabled: v3.Bool(false),
-		Description: fmt.Sprintf("RHCOS %s (%s, %s) of OpenShift %s, imported by machine-api-provider for cluster %s", src.RHCOS, src.Stream, src.Arch, src.Release, clusterID),
+		Description: templateDescription(clusterID, src),
 		Version:     src.RHCOS, Build: src.Stream + "/" + src.Arch + "/" + src.Release, Maintainer: bootImageMaintainer(clusterID),
 	}
 	if req.Build == src.Stream+"/"+src.Arch+"/" {

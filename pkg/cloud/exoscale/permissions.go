@@ -53,12 +53,30 @@ var adoptIAMOperations = map[string]string{
 	"operation.get":       "get-operation",
 }
 
+// bootImageIAMOperations are the calls only the boot image controller and
+// `machine-api-provider images` make (images.go), beside the provider's:
+// a template registered, read, copied to the other zones and deleted, each
+// change an operation followed to its end. Both are off unless asked for,
+// so the provider's role leaves them out; docs/exoscale.md documents them
+// as the addition for boot images (a test holds the two together).
+var bootImageIAMOperations = map[string]string{
+	"template.register": "register-template",
+	"template.get":      "get-template",
+	"template.copy":     "copy-template",
+	"template.delete":   "delete-template",
+	"operation.get":     "get-operation",
+}
+
 // IAMOperations are the IAM operations the provider needs, sorted.
 func IAMOperations() []string { return sortedValues(iamOperations) }
 
 // AdoptIAMOperations are the IAM operations adopt needs beside the
 // provider's, sorted.
 func AdoptIAMOperations() []string { return sortedValues(adoptIAMOperations) }
+
+// BootImageIAMOperations are the IAM operations managed boot images need
+// beside the provider's, sorted.
+func BootImageIAMOperations() []string { return sortedValues(bootImageIAMOperations) }
 
 func sortedValues(m map[string]string) []string {
 	out := make([]string, 0, len(m))
@@ -72,10 +90,12 @@ func sortedValues(m map[string]string) []string {
 // IAMOperation is the IAM operation of a call of the client, "" for a call
 // the tables do not know.
 func IAMOperation(op string) string {
-	if name, ok := iamOperations[op]; ok {
-		return name
+	for _, table := range []map[string]string{iamOperations, adoptIAMOperations, bootImageIAMOperations} {
+		if name, ok := table[op]; ok {
+			return name
+		}
 	}
-	return adoptIAMOperations[op]
+	return ""
 }
 
 // permission says what to grant for a refused call, in IAM's terms: the

@@ -2,6 +2,7 @@ package exoscale
 
 import (
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	v1beta1 "github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/emulator/imagefetch"
 )
 
 const otherCluster = "other-cluster-9q8w"
@@ -26,7 +28,8 @@ const otherCluster = "other-cluster-9q8w"
 // attach. The cluster's Terraform security group and network, which carry
 // no cluster's identity, are joined as named.
 func TestSpecNamingAnotherClustersResourceIsRefused(t *testing.T) {
-	x := newEnv(t, emu.Config{})
+	// the template's file, which the emulator downloads at registration
+	x := newEnv(t, emu.Config{ImageClient: &http.Client{Transport: imagefetch.Mirror{"https://images.example/rhcos.qcow2": imageFile}}})
 	mark := groupMarker + " cluster=" + otherCluster
 	theirSG := x.describedSecurityGroup("other_worker", mark+" (their workers)")
 	tfSG := x.describedSecurityGroup("c1_worker", "c1 worker nodes")
@@ -35,7 +38,7 @@ func TestSpecNamingAnotherClustersResourceIsRefused(t *testing.T) {
 	theirNet := x.labelledNetwork("other_clusternet", v3.Labels{v1beta1.LabelClusterID: otherCluster})
 	tfNet := x.network("ch-gva-2", "c1_clusternet")
 	x.wait(x.raw.RegisterTemplate(x.ctx, v3.RegisterTemplateRequest{
-		Name: "rhcos-other", URL: "https://images.example/rhcos.qcow2", Checksum: strings.Repeat("ab", 16),
+		Name: "rhcos-other", URL: "https://images.example/rhcos.qcow2", Checksum: imageSource("").MD5,
 		SSHKeyEnabled: ptr.To(true), PasswordEnabled: ptr.To(false), Description: mark,
 	}))
 

@@ -330,7 +330,7 @@ func (c *Client) CreateServer(ctx context.Context, m cloud.MachineRef, spec clou
 	// The catalogue, and whose the groups, networks, template and deploy
 	// target the spec names are: before anything is written (an
 	// anti-affinity group, the instance).
-	r, err := c.resolve(ctx, p, true, m.ClusterID)
+	r, err := c.resolve(ctx, p, true, m)
 	if err != nil {
 		return nil, false, err
 	}
@@ -441,7 +441,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	if len(r.networks) > 0 {
 		// This very call made the instance, with the Machine's labels:
 		// nothing to check before attaching it.
-		if err := c.attachNetworks(ctx, r.zone, d, r.networks, r.clusterID, func(context.Context) error { return nil }); err != nil {
+		if err := c.attachNetworks(ctx, r.zone, d, r.networks, r.ref, func(context.Context) error { return nil }); err != nil {
 			// The instance exists: the create succeeded. The next
 			// SyncServer attaches what is missing.
 			cloud.Warn(ctx, "Attaching the private networks after the create failed; the next update retries", err, "instance", id)

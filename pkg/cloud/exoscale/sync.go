@@ -66,12 +66,12 @@ func (c *Client) SyncServer(ctx context.Context, m cloud.MachineRef, spec cloud.
 		errs = append(errs, err)
 	}
 	if d.Zone == p.Zone {
-		if err := c.attachSecurityGroups(ctx, m.ClusterID, p, d, owned); err != nil {
+		if err := c.attachSecurityGroups(ctx, m, p, d, owned); err != nil {
 			errs = append(errs, err)
 		}
 		if zc, err := c.zoneClient(ctx, d.Zone); err != nil {
 			errs = append(errs, err)
-		} else if err := c.attachNetworks(ctx, zc, d, networks, m.ClusterID, owned); err != nil {
+		} else if err := c.attachNetworks(ctx, zc, d, networks, m, owned); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -190,9 +190,9 @@ func (c *Client) syncLabels(ctx context.Context, m cloud.MachineRef, p *v1beta1.
 
 // attachSecurityGroups puts the instance into the spec's security groups
 // it is not in, unless one carries another cluster's identity than
-// clusterID's (resources.go): then nothing is attached, and the field is
+// m's cluster (resources.go): then nothing is attached, and the field is
 // named. Groups it is in besides are left: someone put it there.
-func (c *Client) attachSecurityGroups(ctx context.Context, clusterID string, p *v1beta1.ExoscaleMachineProviderSpec, d *instance, owned func(context.Context) error) error {
+func (c *Client) attachSecurityGroups(ctx context.Context, m cloud.MachineRef, p *v1beta1.ExoscaleMachineProviderSpec, d *instance, owned func(context.Context) error) error {
 	for i, ref := range p.SecurityGroups {
 		g, err := lookupItem(ctx, c, &c.securityGroups, c.listSecurityGroups, ref, "securityGroups", "security group", "",
 			func(g v3.SecurityGroup) (v3.UUID, string) { return g.ID, g.Name })
@@ -203,7 +203,7 @@ func (c *Client) attachSecurityGroups(ctx context.Context, clusterID string, p *
 		if slices.ContainsFunc(d.SecurityGroups, func(g v3.SecurityGroup) bool { return g.ID == id }) {
 			continue
 		}
-		if err := cloud.CheckResourceCluster(fmt.Sprintf("securityGroups[%d]", i), "security group", describe(ref.ID, ref.Name), markDescription, describedCluster(g.Description), clusterID); err != nil {
+		if err := cloud.CheckResourceCluster(fmt.Sprintf("securityGroups[%d]", i), "security group", describe(ref.ID, ref.Name), markDescription, DescribedClusterID(g.Description), m); err != nil {
 			return err
 		}
 		if err := owned(ctx); err != nil {
@@ -227,13 +227,13 @@ func (c *Client) attachSecurityGroups(ctx context.Context, clusterID string, p *
 
 // attachNetworks attaches the instance to the networks it is not on, with
 // the spec's fixed address where there is one; none that carries another
-// cluster's identity than clusterID's (resources.go).
-func (c *Client) attachNetworks(ctx context.Context, zc *v3.Client, d *instance, networks []resolvedNetwork, clusterID string, owned func(context.Context) error) error {
+// cluster's identity than m's cluster (resources.go).
+func (c *Client) attachNetworks(ctx context.Context, zc *v3.Client, d *instance, networks []resolvedNetwork, m cloud.MachineRef, owned func(context.Context) error) error {
 	for i, n := range networks {
 		if slices.ContainsFunc(d.PrivateNetworks, func(have v3.InstancePrivateNetworks) bool { return have.ID == n.ID }) {
 			continue
 		}
-		if err := cloud.CheckResourceCluster(fmt.Sprintf("privateNetworks[%d]", i), "private network", n.Ref, n.Mark, n.Cluster, clusterID); err != nil {
+		if err := cloud.CheckResourceCluster(fmt.Sprintf("privateNetworks[%d]", i), "private network", n.Ref, n.Mark, n.Cluster, m); err != nil {
 			return err
 		}
 		if err := owned(ctx); err != nil {

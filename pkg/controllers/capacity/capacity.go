@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 )
 
 // ConditionType is the MachineSet status condition this controller owns:
@@ -92,6 +93,11 @@ type Options struct {
 	// left alone (ReasonOtherCluster), and never registers its cluster
 	// with the janitor. "" takes every cluster (tests of this package).
 	ClusterID string
+	// LegacyClusterIDs are the cluster IDs the provider owns besides
+	// ClusterID (the manager's --legacy-cluster-ids, pkg/clusterid): a
+	// MachineSet labelled with one is the cluster's like one labelled
+	// ClusterID.
+	LegacyClusterIDs []string
 }
 
 func (o *Options) setDefaults() {
@@ -157,6 +163,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// ids is the cluster's identity the options name.
+func (r *Reconciler) ids() clusterid.IDs {
+	return clusterid.IDs{Own: r.opts.ClusterID, Legacy: r.opts.LegacyClusterIDs}
+}
+
 // specPath is where a MachineSet holds the provider spec.
 var specPath = field.NewPath("spec", "template", "spec", "providerSpec", "value")
 
@@ -177,13 +188,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.accounts.Release(owner)
 		return ctrl.Result{}, nil
 	}
-	if id := clusterOf(ms); r.opts.ClusterID != "" && id != r.opts.ClusterID {
+	if ids, id := r.ids(), clusterOf(ms); r.opts.ClusterID != "" && !ids.Owns(id) {
 		// A MachineSet copied from another cluster (even at 0 replicas)
 		// must not enrol that cluster's servers in this provider's
 		// janitor, nor cost cloud calls: it uses no account.
 		r.accounts.Release(owner)
-		msg := fmt.Sprintf("the MachineSet's label %s names cluster %q, and this cluster is %q (the Infrastructure's infrastructureName): it is left alone, and the webhook refuses such MachineSets; fix the label or delete the MachineSet",
-			clusterIDLabel, id, r.opts.ClusterID)
+		msg := fmt.Sprintf("the MachineSet's label %s %s (it is left alone, and the webhook refuses such MachineSets)", clusterIDLabel, ids.NotOurs(id, "MachineSet"))
 		changed, err := r.setCondition(ctx, ms, corev1.ConditionFalse, ReasonOtherCluster, msg)
 		if err != nil {
 			return r.writeFailed(ctx, err)

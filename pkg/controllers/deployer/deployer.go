@@ -142,11 +142,12 @@ type Options struct {
 	// which the machine-api-operator's manifests create and bind on every
 	// platform.
 	ServiceAccount string
-	// CloudscaleAPIURL and ExoscaleAPIEndpoint are handed to the provider
-	// when set (Spec). They are the deployer's own options, never keys of
-	// ManagerConfigMap: the default credentials go where they point.
-	CloudscaleAPIURL    string
-	ExoscaleAPIEndpoint string
+	// Own are the deployer's own options handed to the provider when set
+	// (Spec), by the name of their flag in OwnFlags: the API endpoints and
+	// the boot image mirror. Never keys of ManagerConfigMap: the default
+	// credentials go where the endpoints point, and every new node boots
+	// what the mirror serves.
+	Own map[string]string
 	// Cloud and ProviderEnv configure the provider for another cloud than
 	// cloudscale.ch (see Spec). Cloud names the Deployment
 	// (DeploymentName).
@@ -165,6 +166,10 @@ type Options struct {
 	// (clusterid.go), which is what to use on OpenShift; this is for a
 	// cluster without one.
 	ClusterID string
+	// LegacyClusterIDs, with ClusterID, are the legacy cluster IDs handed
+	// to the manager (--legacy-cluster-ids). Default: the Infrastructure's
+	// annotation (clusterid.go).
+	LegacyClusterIDs []string
 	// Name of the controller, also the source of its events. Default
 	// machine-api-provider-deployer.
 	Name string
@@ -225,10 +230,8 @@ func New(c client.Client, reader client.Reader, recorder record.EventRecorder, o
 	if err := checkCloud(opts.Cloud); err != nil {
 		return nil, fmt.Errorf("deployer: %w", err)
 	}
-	for _, e := range opts.ProviderEnv {
-		if (e.Name == envCloudscaleAPIURL && opts.CloudscaleAPIURL != "") || (e.Name == envExoscaleAPIEndpoint && opts.ExoscaleAPIEndpoint != "") {
-			return nil, fmt.Errorf("deployer: the provider's environment names %s, and so does the endpoint option: give one", e.Name)
-		}
+	if err := checkOwn(opts.Own, opts.ProviderEnv); err != nil {
+		return nil, fmt.Errorf("deployer: %w", err)
 	}
 	if reader == nil {
 		reader = c
@@ -382,12 +385,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 			fmt.Sprintf("ConfigMap %s/%s: %v", ns, ImagesConfigMap, err))
 	}
 
-	clusterID, why, err := r.clusterID(ctx)
+	ids, reason, why, err := r.clusterID(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if clusterID == "" {
-		return ctrl.Result{}, r.reportOnly(ctx, false, ReasonClusterIdentityUnknown, why)
+	if ids.Own == "" {
+		return ctrl.Result{}, r.reportOnly(ctx, false, reason, why)
 	}
 
 	caHash, err := r.trustedCA(ctx)
@@ -433,15 +436,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		ProviderImage:             r.opts.ProviderImage,
 		TokenSecret:               r.opts.TokenSecret,
 		ServiceAccount:            r.opts.ServiceAccount,
-		CloudscaleAPIURL:          r.opts.CloudscaleAPIURL,
-		ExoscaleAPIEndpoint:       r.opts.ExoscaleAPIEndpoint,
+		Own:                       r.opts.Own,
 		WithoutMachineHealthCheck: r.opts.WithoutMachineHealthCheck,
 		Cloud:                     r.opts.Cloud,
 		ProviderEnv:               r.opts.ProviderEnv,
 		Proxy:                     proxy,
 		TrustedCAHash:             caHash,
 		Release:                   release,
-		ClusterID:                 clusterID,
+		ClusterID:                 ids.Own,
+		LegacyClusterIDs:          ids.Legacy,
 		TLSArgs:                   tlsArgs,
 	}
 	// The Deployment as it is now, read from the API server itself: the

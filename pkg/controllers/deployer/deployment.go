@@ -72,11 +72,11 @@ type Spec struct {
 	TokenSecret string
 	// ServiceAccount the pods run as.
 	ServiceAccount string
-	// CloudscaleAPIURL and ExoscaleAPIEndpoint, when set, point the
-	// provider at another API (the emulator in a demo): the deployer's own
-	// options, the one way to name them on a cluster (ReservedManagerFlags).
-	CloudscaleAPIURL    string
-	ExoscaleAPIEndpoint string
+	// Own are the deployer's own options it hands the manager, by the
+	// name of their flag in OwnFlags (an API endpoint pointing the
+	// provider at the emulator in a demo, the boot image mirror): the one
+	// way to set them on a cluster (ReservedManagerFlags).
+	Own map[string]string
 	// WithoutMachineHealthCheck leaves out the machine-healthcheck
 	// controller and its metrics proxy.
 	WithoutMachineHealthCheck bool
@@ -101,6 +101,9 @@ type Spec struct {
 	// ClusterID is the cluster's identity, the manager's --cluster-id
 	// (clusterid.go).
 	ClusterID string
+	// LegacyClusterIDs are the legacy cluster IDs it also owns, the
+	// manager's --legacy-cluster-ids (clusterid.go).
+	LegacyClusterIDs []string
 	// Stopped runs the controllers with 0 replicas (stop.go); StopSwitch
 	// says that StopConfigMap stops them (the Deployment is annotated
 	// StoppedAnnotation), not a scale to 0.
@@ -112,13 +115,6 @@ type Spec struct {
 	// (Intermediate).
 	TLSArgs []string
 }
-
-// The provider's environment variables of the API endpoints, which its
-// manager's flags default to (cmd/machine-api-provider, manager.go).
-const (
-	envCloudscaleAPIURL    = "CLOUDSCALE_API_URL"
-	envExoscaleAPIEndpoint = "EXOSCALE_API_ENDPOINT"
-)
 
 // DefaultCloud is the cloud of a Spec or Options without one: the
 // manager's default.
@@ -423,33 +419,13 @@ func machineContainer(s Spec) corev1.Container {
 			Value: trustedCADir + ":/etc/ssl/certs",
 		},
 	}
-	if s.CloudscaleAPIURL != "" {
-		env = append(env, corev1.EnvVar{Name: envCloudscaleAPIURL, Value: s.CloudscaleAPIURL})
-	}
-	if s.ExoscaleAPIEndpoint != "" {
-		env = append(env, corev1.EnvVar{Name: envExoscaleAPIEndpoint, Value: s.ExoscaleAPIEndpoint})
-	}
 	// the cluster-wide proxy, for the calls to the cloud's API
 	env = append(env, s.Proxy.env(s.ProviderEnv)...)
 	env = append(env, s.ProviderEnv...)
-	args := []string{
-		"--namespace=" + s.Namespace,
-		"--leader-elect=true",
-		"--metrics-bind-address=" + machineMetricsAddr,
-		fmt.Sprintf("--health-probe-bind-address=:%d", machineHealthPort),
-	}
-	if s.TokenSecret != "" {
-		args = append(args, "--default-credentials-secret="+s.TokenSecret)
-	}
-	if s.Cloud != "" {
-		args = append(args, "--cloud="+s.Cloud)
-	}
-	if s.ClusterID != "" {
-		args = append(args, "--cluster-id="+s.ClusterID)
-	}
-	// the cluster's own settings last (ReservedManagerFlags keeps them off
-	// the flags above)
-	args = append(args, s.ManagerConfig.Args()...)
+	// the flags the deployer sets (reservedflags.go, the deployer's own
+	// options among them), then the cluster's own settings, which
+	// ReservedManagerFlags keeps off the former
+	args := append(reservedArgs(s), s.ManagerConfig.Args()...)
 	return corev1.Container{
 		Name:    MachineContainer,
 		Image:   s.ProviderImage,

@@ -247,7 +247,7 @@ func TestDeploymentShape(t *testing.T) {
 			t.Errorf("environment %s = %+v: the manager reads its default credentials from the secret", e.Name, e)
 		}
 		if e.Name == "CLOUDSCALE_API_URL" {
-			t.Errorf("CLOUDSCALE_API_URL set without CloudscaleAPIURL")
+			t.Errorf("CLOUDSCALE_API_URL set: the deployer hands its own options on as flags")
 		}
 	}
 	if v, _ := argValue(mc.Args, "--default-credentials-secret"); v != "cloudscale-token" {
@@ -274,23 +274,26 @@ func TestDeploymentShape(t *testing.T) {
 func TestDeploymentOptions(t *testing.T) {
 	s := testSpec()
 	s.WithoutMachineHealthCheck = true
-	s.CloudscaleAPIURL = "http://emulator:8282/"
+	s.Own = map[string]string{"cloudscale-api-url": "http://emulator:8282/", "boot-images-mirror": "https://mirror.example/rhcos"}
 	s.Namespace = "elsewhere"
 	ps := Deployment(s).Spec.Template.Spec
 	want := []string{"machineset-controller", "machine-controller", "nodelink-controller", "kube-rbac-proxy-machineset-mtrc", "kube-rbac-proxy-machine-mtrc"}
 	if got := containerNames(ps.Containers); !slices.Equal(got, want) {
 		t.Errorf("containers = %v, want %v", got, want)
 	}
+	// The deployer's own options are the manager's flags, after the
+	// others it sets, in OwnFlags' order.
 	mc := findContainer(t, ps.Containers, "machine-controller")
-	if !slices.ContainsFunc(mc.Env, func(e corev1.EnvVar) bool { return e.Name == "CLOUDSCALE_API_URL" && e.Value == s.CloudscaleAPIURL }) {
-		t.Errorf("env = %v, want CLOUDSCALE_API_URL", mc.Env)
+	if got, want := mc.Args[len(mc.Args)-2:], []string{"--cloudscale-api-url=http://emulator:8282/", "--boot-images-mirror=https://mirror.example/rhcos"}; !slices.Equal(got, want) {
+		t.Errorf("args = %v, want them to end in %v", mc.Args, want)
 	}
-	s.Cloud, s.CloudscaleAPIURL, s.ExoscaleAPIEndpoint = "exoscale", "", "http://emulator:8383/v2"
+	s.Cloud, s.Own = "exoscale", map[string]string{"exoscale-api-endpoint": "http://emulator:8383/v2"}
 	mc = findContainer(t, Deployment(s).Spec.Template.Spec.Containers, "machine-controller")
-	if !slices.ContainsFunc(mc.Env, func(e corev1.EnvVar) bool {
-		return e.Name == "EXOSCALE_API_ENDPOINT" && e.Value == s.ExoscaleAPIEndpoint
-	}) {
-		t.Errorf("env = %v, want EXOSCALE_API_ENDPOINT", mc.Env)
+	if v, _ := argValue(mc.Args, "--exoscale-api-endpoint"); v != "http://emulator:8383/v2" {
+		t.Errorf("args = %v, want --exoscale-api-endpoint", mc.Args)
+	}
+	if _, ok := argValue(mc.Args, "--boot-images-mirror"); ok {
+		t.Errorf("args = %v: a mirror without the option", mc.Args)
 	}
 	for _, c := range ps.Containers[:3] {
 		if v, _ := argValue(c.Args, "--namespace"); v != "elsewhere" {

@@ -26,10 +26,12 @@ package deployer
 // Deleting the ConfigMap (or a key) returns the manager to its defaults.
 //
 // Whoever may write a ConfigMap of the namespace may not choose where the
-// manager sends its credentials: the cloud API endpoints are reserved
-// (the deployer's own --cloudscale-api-url and --exoscale-api-endpoint),
-// and a Deployment that ran with one from the ConfigMap before is rolled
-// without it, which the condition says. No value of the ConfigMap is ever
+// manager sends its credentials nor what the cluster's nodes boot: the
+// cloud API endpoints and the boot image mirror are reserved, the
+// deployer's own options (OwnFlags, reservedflags.go: --cloudscale-api-url,
+// --exoscale-api-endpoint, --boot-images-mirror), and a Deployment that ran
+// with one from the ConfigMap before is rolled without it, which the
+// condition says. No value of the ConfigMap is ever
 // quoted into the condition, an event or a log line: the messages name
 // keys and the rule a value breaks.
 
@@ -67,58 +69,6 @@ const (
 	ReasonConfigApplied = "ConfigApplied"
 	ReasonConfigInvalid = "ConfigInvalid"
 )
-
-// ReservedManagerFlags are the manager's flags the deployer sets itself,
-// and why a ConfigMap cannot: each is tied to something else the
-// deployer or config/ sets up. Every other flag of the manager can be set.
-var ReservedManagerFlags = map[string]string{
-	"namespace":                  "the deployer's namespace, where the Machines, their secrets and the lease are",
-	"leader-elect":               "always on: a rollout starts the new pod before the old one ends, and only one may act",
-	"leader-election-namespace":  "a lease elsewhere would let the old and the new pod lead at once during the rollout",
-	"leader-election-id":         "a lease of another name would let the old and the new pod lead at once during the rollout",
-	"metrics-bind-address":       "the kube-rbac-proxy sidecar publishes the metrics from " + machineMetricsAddr,
-	"health-probe-bind-address":  "the probes and the NetworkPolicy use port 9440",
-	"cloud":                      "the deployer's --cloud, after which the Deployment, its RBAC and lease are named",
-	"default-credentials-secret": "the deployer's --credentials-secret",
-	"kubeconfig":                 "the controllers use their service account",
-	"cluster-id":                 "the Infrastructure's infrastructureName, the cluster's identity: the provider acts for no other cluster",
-	// Where the manager sends the default credentials and every create's
-	// user data: only the deployer's own options (its flags, which the
-	// installation sets) may name it, never a namespace's ConfigMap.
-	"cloudscale-api-url":    endpointReserved("--cloudscale-api-url"),
-	"exoscale-api-endpoint": endpointReserved("--exoscale-api-endpoint"),
-}
-
-// endpointNote says, for each API endpoint key of the ConfigMap cm, which
-// API the manager calls instead: as long as the key is there, the
-// condition says where the manager's calls go ("" for none).
-func (r *Reconciler) endpointNote(cm *corev1.ConfigMap) string {
-	if cm == nil {
-		return ""
-	}
-	note := ""
-	for _, ep := range []struct{ key, api, own string }{
-		{"cloudscale-api-url", "cloudscale.ch", r.opts.CloudscaleAPIURL},
-		{"exoscale-api-endpoint", "Exoscale", r.opts.ExoscaleAPIEndpoint},
-	} {
-		if _, set := cm.Data[ep.key]; !set {
-			continue
-		}
-		where := "the real one (the deployer's --" + ep.key + " names no other)"
-		if ep.own != "" {
-			where = "the one the deployer's --" + ep.key + " names"
-		}
-		note += fmt.Sprintf("; the manager calls the %s API at %s, never the ConfigMap's %s", ep.api, where, ep.key)
-	}
-	return note
-}
-
-// endpointReserved says why a cloud API endpoint is no key of the
-// ConfigMap: flag is the deployer's own flag that sets it.
-func endpointReserved(flag string) string {
-	return "the manager sends its default credentials and every server's user data there, so only the deployer's own " + flag +
-		" names it (docs/operations.md, Settings on a cluster); whoever may write this ConfigMap must not choose where they go"
-}
 
 // ManagerConfig is the manager's flags a ConfigMap sets, by flag name.
 type ManagerConfig map[string]string
@@ -258,7 +208,7 @@ func (r *Reconciler) managerConfig(ctx context.Context, base []string, current *
 		// deployer names (the real API without).
 		msg += fmt.Sprintf(", without %s, which it ran with before: the deployer sets it itself now", flagNames(dropped))
 	}
-	msg += r.endpointNote(cm)
+	msg += ownNote(cm, r.opts.Own)
 	_, conds, serr := readStatus(ctx, r.reader, ns)
 	prev := meta.FindStatusCondition(conds, ConditionManagerConfigValid)
 	fellBack := refused + "; the flags the manager ran with"

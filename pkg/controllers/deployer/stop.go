@@ -75,7 +75,7 @@ func (r *Reconciler) stopState(ctx context.Context, current *appsv1.Deployment) 
 			why = "no reason given"
 		}
 		return true, metav1.Condition{Type: ConditionStopped, Status: metav1.ConditionTrue, Reason: ReasonStopSwitch,
-			Message: fmt.Sprintf("stopped by ConfigMap %s/%s (%s): the controllers run with 0 replicas until it is deleted", ns, StopConfigMap, why)}, nil
+			Message: fmt.Sprintf("stopped by ConfigMap %s/%s (%s): the controllers run with 0 replicas until it is deleted%s", ns, StopConfigMap, why, stopNotes(cm, current))}, nil
 	case !apierrors.IsNotFound(err):
 		return false, metav1.Condition{}, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, StopConfigMap, err)
 	}

@@ -37,6 +37,10 @@ func supportTable() string {
 			tested = fmt.Sprintf("same flags and verbs as the %s era", r.MatrixEra)
 		default:
 			tested = "table only: every rendered flag checked against the flags its binaries define, its permissions against `config/rbac`"
+			if r.Supported {
+				// said in the matrix itself, not only in the prose below
+				support = "yes (not run)"
+			}
 		}
 		events := "core `events`"
 		if r.EventsGroup != "" {

@@ -24,14 +24,21 @@
 // clock again.
 //
 // It sweeps one cluster: the one the provider is pinned to (Options.
-// ClusterID, the Infrastructure's infrastructureName), whatever the labels
-// of Machines or MachineSets say; views of other clusters an account may
-// hold are dropped. Servers in the adoption record (pkg/orphans,
+// ClusterID, the Infrastructure's infrastructureName) and the legacy IDs an
+// admin declared it also owns (Options.LegacyClusterIDs, pkg/clusterid),
+// whatever the labels of Machines or MachineSets say; views of other
+// clusters an account may hold are dropped. A server is an orphan when no
+// Machine carries the cluster ID and the name it is tagged with. Servers in
+// the adoption record (pkg/orphans,
 // Adoptions) are no orphans: those an adoption is taking over until their
 // entry expires (then the janitor removes it, with an event), those left
 // alone (adopt's --leave-role and misfits, servers uninstall or adopt
 // --undo released) for good. Every entry that leaves a record goes with an
 // event saying why.
+//
+// It also reports the servers held Machines record (held.go): Machines
+// whose label names a cluster this one does not own, so that a server no
+// provider acts on is never out of sight.
 //
 // It runs on the leader only.
 package janitor
@@ -49,6 +56,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/appuio/machine-api-provider/pkg/cloud"
+	"github.com/appuio/machine-api-provider/pkg/clusterid"
 	"github.com/appuio/machine-api-provider/pkg/metrics"
 	"github.com/appuio/machine-api-provider/pkg/nodes"
 	"github.com/appuio/machine-api-provider/pkg/orphans"
@@ -60,13 +68,16 @@ import (
 const MinDeleteOrphansAfter = 10 * time.Minute
 
 // ClusterIDLabel names a Machine's cluster (as in pkg/actuator).
-const ClusterIDLabel = "machine.openshift.io/cluster-api-cluster"
+const ClusterIDLabel = clusterid.Label
 
 // Options tune the janitor; zero values take the defaults.
 type Options struct {
 	// ClusterID is the one cluster it sweeps (the manager's
 	// --cluster-id). Required.
 	ClusterID string
+	// LegacyClusterIDs are the cluster IDs it owns besides (the manager's
+	// --legacy-cluster-ids): swept like ClusterID.
+	LegacyClusterIDs []string
 	// Adoptions is the record of the servers an adoption is taking over;
 	// nil: none ever is.
 	Adoptions *orphans.Adoptions
@@ -111,6 +122,11 @@ type Janitor struct {
 	orphans  *orphans.Registry
 	o        Options
 	now      func() time.Time
+	// ids is the cluster's identity, ClusterID and LegacyClusterIDs.
+	ids clusterid.IDs
+	// held remembers, per held Machine, the server last reported: one
+	// event per change, not one per sweep.
+	held map[string]string
 	// vetoed remembers, per server, the Nodes last reported as keeping it
 	// from deletion: one event per change, not one per sweep.
 	vetoed map[string]string
@@ -148,7 +164,8 @@ func New(c client.Client, accounts *cloud.Accounts, registry *orphans.Registry, 
 	if now == nil {
 		now = time.Now
 	}
-	return &Janitor{client: c, accounts: accounts, orphans: registry, o: o, now: now, vetoed: map[string]string{}, clear: map[string]time.Time{}}, nil
+	return &Janitor{client: c, accounts: accounts, orphans: registry, o: o, now: now, vetoed: map[string]string{}, clear: map[string]time.Time{},
+		ids: clusterid.IDs{Own: o.ClusterID, Legacy: o.LegacyClusterIDs}, held: map[string]string{}}, nil
 }
 
 // NeedLeaderElection: only the leader sweeps.
@@ -178,16 +195,19 @@ type Report struct {
 	// LeftAlone are the servers with the cluster's identity and no Machine
 	// that the adoption record says are left alone: no orphans.
 	LeftAlone []string
+	// Held are the servers held Machines record (held.go).
+	Held []HeldServer
 }
 
 // Sweep looks at every account and cluster once.
 func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	var rep Report
 	defer func() { j.swept = time.Now() }()
-	machines, err := j.machines(ctx)
+	machines, held, err := j.machines(ctx)
 	if err != nil {
 		return rep, err
 	}
+	rep.Held = j.reportHeld(held)
 	recorded, err := j.orphans.List(ctx)
 	if err != nil {
 		return rep, err
@@ -223,9 +243,9 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 		if account == "" {
 			account = "default"
 		}
-		// Only the cluster the provider is pinned to: a view of another
-		// (none is made any more; a label never enrols a cluster) goes.
-		acc.KeepViews(j.o.ClusterID)
+		// Only the clusters the provider owns: a view of another (none
+		// is made any more; a label never enrols a cluster) goes.
+		acc.KeepViews(j.ids.All()...)
 		for _, cluster := range acc.Clusters() {
 			view := acc.View(cluster)
 			servers, err := view.All(ctx, j.listAge())
@@ -241,7 +261,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 			var found []orphans.Orphan
 			for _, s := range servers {
 				present[s.ID] = true
-				if s.ClusterID != cluster || machines[s.Machine] || j.now().Sub(s.CreatedAt) < j.o.OrphanMinAge {
+				if s.ClusterID != cluster || machines[cluster][s.Machine] || j.now().Sub(s.CreatedAt) < j.o.OrphanMinAge {
 					continue
 				}
 				if a, ok := adopting[s.ID]; ok {
@@ -252,6 +272,9 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 					continue
 				}
 				reason := fmt.Sprintf("it is tagged as Machine %q's, which does not exist", s.Machine)
+				if id := otherID(machines, cluster, s.Machine); id != "" {
+					reason = fmt.Sprintf("it is tagged as Machine %q's of cluster %q, and Machine %s carries cluster %q", s.Machine, cluster, s.Machine, id)
+				}
 				if s.Machine == "" {
 					reason = "it carries the cluster's identity but no Machine's"
 				}
@@ -314,7 +337,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 					forget(o, why)
 					continue
 				}
-				if machines[o.Machine] {
+				if machines[o.ClusterID][o.Machine] {
 					forget(o, fmt.Sprintf("Machine %q exists (again)", o.Machine))
 					continue
 				}
@@ -371,7 +394,7 @@ func (j *Janitor) listAge() time.Duration {
 // server as the sweep found it, read again by the delete. watched collects
 // the orphans whose clock runs.
 func (j *Janitor) maybeDelete(ctx context.Context, acc *cloud.Account, view *cloud.View, o orphans.Orphan, srv *cloud.Server, ix *nodes.Index, watched map[string]bool) (bool, error) {
-	if j.o.DeleteOrphansAfter <= 0 || o.Machine == "" || o.ClusterID != j.o.ClusterID {
+	if j.o.DeleteOrphansAfter <= 0 || o.Machine == "" || !j.ids.Owns(o.ClusterID) {
 		return false, nil
 	}
 	cloudName := j.accounts.Cloud().Name()
@@ -502,18 +525,38 @@ func (j *Janitor) adoptions(ctx context.Context) (map[string]orphans.Adoption, e
 	return all, nil
 }
 
-// machines are the names of the Machines of the cluster (those whose label
-// names it).
-func (j *Janitor) machines(ctx context.Context) (map[string]bool, error) {
-	var list machinev1.MachineList
-	if err := j.client.List(ctx, &list); err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, m := range list.Items {
-		if m.Labels[ClusterIDLabel] == j.o.ClusterID {
-			out[m.Name] = true
+// otherID is another of the cluster's IDs a Machine of the name carries,
+// "" for none.
+func otherID(machines map[string]map[string]bool, cluster, name string) string {
+	for id, names := range machines {
+		if id != cluster && names[name] {
+			return id
 		}
 	}
-	return out, nil
+	return ""
+}
+
+// machines are the names of the Machines of the cluster, by the cluster ID
+// their label names (the cluster's own, or a declared legacy one), and the
+// held Machines (held.go).
+func (j *Janitor) machines(ctx context.Context) (map[string]map[string]bool, []machinev1.Machine, error) {
+	var list machinev1.MachineList
+	if err := j.client.List(ctx, &list); err != nil {
+		return nil, nil, err
+	}
+	out := map[string]map[string]bool{}
+	var held []machinev1.Machine
+	for _, m := range list.Items {
+		id := m.Labels[ClusterIDLabel]
+		switch {
+		case j.ids.Owns(id):
+			if out[id] == nil {
+				out[id] = map[string]bool{}
+			}
+			out[id][m.Name] = true
+		case heldServer(m) != "":
+			held = append(held, m)
+		}
+	}
+	return out, held, nil
 }
