@@ -114,8 +114,10 @@ test-conformance:
 
 # A MachineSet 0 -> N -> 0 through the manager binary against the emulators
 # with 300 ms create latency; prints times against the cloud's limit, cloud
-# calls per Machine, peak memory (test/bench). BENCH_SIZES (e.g. 100,500,1000),
-# CLOUD (one cloud; default both), BENCH_RUNS (repeats, median and range),
+# calls per Machine by route and purpose (ownership reads apart), the steady
+# state's calls and a resync's, the manager's CPU-seconds and peak memory
+# (test/bench), and a leader change. BENCH_SIZES (e.g. 100,500,1000), CLOUD
+# (one cloud; default both), BENCH_RUNS (repeats, each printed),
 # BENCH_CLOUD_LIMIT (qps/burst the emulated API allows before it answers 429).
 # BenchmarkBootImageImport prints a release's boot image import per image and
 # zone (cloud calls, wall time); BENCH_IMAGE_MIB sizes its images (64).
@@ -126,10 +128,39 @@ comma             := ,
 empty             :=
 space             := $(empty) $(empty)
 BENCH_CLOUDS       = $(if $(filter command line environment,$(origin CLOUD)),$(CLOUD),cloudscale$(comma)exoscale)
+BENCH_ENV          = BENCH_RUNS=$(BENCH_RUNS) CLOUD=$(BENCH_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR)
 .PHONY: bench
 bench: tools build
-	BENCH_SIZES=$(BENCH_SIZES) BENCH_RUNS=$(BENCH_RUNS) BENCH_CLOUD_LIMIT=$(BENCH_CLOUD_LIMIT) CLOUD=$(BENCH_CLOUDS) \
-		KUBEBUILDER_ASSETS=$(BIN_DIR) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./test/bench/
+	BENCH_SIZES=$(BENCH_SIZES) BENCH_CLOUD_LIMIT=$(BENCH_CLOUD_LIMIT) $(BENCH_ENV) \
+		$(GO) test -run '^$$' -bench 'BenchmarkScale$$|BenchmarkLeaderChange$$' -benchtime 1x -timeout 180m ./test/bench/
+
+# N clusters of FLEET_MACHINES Machines in one cloud account, a manager each
+# (FLEET_CLUSTERS, default 1,5,20): the calls per minute the account sees in
+# steady state and while one cluster scales up, per cluster and in total,
+# against the clouds' documented rate limits. CLOUD and BENCH_RUNS as above.
+FLEET_CLUSTERS ?= 1,5,20
+FLEET_MACHINES ?= 50
+.PHONY: bench-fleet
+bench-fleet: tools build
+	FLEET_CLUSTERS=$(FLEET_CLUSTERS) FLEET_MACHINES=$(FLEET_MACHINES) $(BENCH_ENV) \
+		$(GO) test -run '^$$' -bench 'BenchmarkFleet$$' -benchtime 1x -timeout 180m ./test/bench/
+
+# docs/benchmarks.md: both benchmarks at 100 and 1000 Machines and 1, 5, 20
+# clusters, twice each, on this machine as it is, then the page from their
+# sections (BENCH_DOCS_DIR). BENCH_DOCS_RUN=0 writes the page from the
+# sections of an earlier run.
+BENCH_DOCS_DIR ?= $(OUTPUT_DIR)/bench
+BENCH_DOCS_RUN ?= 1
+.PHONY: bench-docs
+bench-docs: tools build
+	mkdir -p $(BENCH_DOCS_DIR)
+	if [[ "$(BENCH_DOCS_RUN)" != 0 ]]; then \
+		BENCH_DOCS_DIR=$(BENCH_DOCS_DIR) BENCH_SIZES=100,1000 BENCH_RUNS=2 CLOUD=$(BENCH_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) \
+			$(GO) test -run '^$$' -bench 'BenchmarkScale$$' -benchtime 1x -timeout 300m ./test/bench/ | tee $(BENCH_DOCS_DIR)/scale.log; \
+		BENCH_DOCS_DIR=$(BENCH_DOCS_DIR) FLEET_CLUSTERS=1,5,20 FLEET_MACHINES=50 BENCH_RUNS=2 CLOUD=$(BENCH_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) \
+			$(GO) test -run '^$$' -bench 'BenchmarkFleet$$' -benchtime 1x -timeout 300m ./test/bench/ | tee $(BENCH_DOCS_DIR)/fleet.log; \
+	fi
+	BENCH_DOCS_DIR=$(BENCH_DOCS_DIR) BENCH_DOCS_WRITE=1 $(GO) test -count=1 -run '^TestBenchmarksPage$$' ./test/bench/
 
 # Unit and envtest tests only, without the SDK suite: seconds, not minutes.
 .PHONY: test-short

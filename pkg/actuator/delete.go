@@ -111,8 +111,11 @@ func (a *Actuator) delete(ctx context.Context, m *machinev1.Machine) error {
 // deletion waits, saying so, until the Node is gone or a person lets the
 // Machine go (the abandon annotation). A server that does not carry the
 // Machine's identity when the delete reads it (pkg/cloud, owner.go) is
-// left alone.
+// left alone: the list of the Machine's servers, which begins after this
+// point, is that read (cloud.DeleteDecided), and a server it does not show
+// (the recorded one) is read on its own.
 func (a *Actuator) deleteServers(ctx context.Context, m *machinev1.Machine, s *scope) error {
+	ctx = cloud.DeleteDecided(ctx, time.Now())
 	servers, err := s.allServers(ctx)
 	if err != nil {
 		a.zoneUnavailable(ctx, m, err)

@@ -64,7 +64,7 @@ func (s *scope) checkRecorded(ctx context.Context) error {
 	if id == "" {
 		return nil
 	}
-	srv, err := s.client.GetServer(ctx, id)
+	srv, err := s.client.GetServer(cloud.ProvingOwnership(ctx), id)
 	switch {
 	case cloud.IsNotFound(err):
 		return nil

@@ -82,7 +82,7 @@ func callOnce(ctx context.Context, cloudName string, gate *Gate, op string, fn f
 			}
 		}
 	}
-	observeCall(cloudName, op, start, err)
+	observeCall(ctx, cloudName, op, start, err)
 	return err
 }
 

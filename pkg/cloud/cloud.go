@@ -167,6 +167,12 @@ type Server struct {
 	// (pkg/nodes) then lets a Node of the server's name veto by its name.
 	AddressesUnknown []string
 	Tags             map[string]string
+	// ReadAt is when the read this record comes from (a list, a get) was
+	// sent, by the wall clock: the cloud's answer shows the server as it
+	// was then or later. Zero for a record that no read of the cloud's
+	// made (a create's). One sent for a delete proves ownership for it
+	// (ProvenOwned).
+	ReadAt time.Time
 	// Detail is the implementation's own record of the server.
 	Detail any
 }

@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -27,6 +28,10 @@ var (
 		Name: "machine_api_provider_cloud_gate_closures_total",
 		Help: "Times an account's gate closed (every call of the account held back), by cloud and reason (rate_limited: a 429; auth: refused credentials).",
 	}, []string{"cloud", "reason"})
+	ownershipReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_provider_cloud_ownership_reads_total",
+		Help: "Cloud API reads made to prove that a server carries the Machine's identity right before a write or a delete (counted in machine_api_provider_cloud_requests_total too), by cloud and operation.",
+	}, []string{"cloud", "operation"})
 	cloudForbidden = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_provider_cloud_permission_denied_total",
 		Help: "Cloud API calls the cloud refused for want of a permission (HTTP 403, the credentials accepted), by cloud, operation and the permission to grant.",
@@ -34,7 +39,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld, gateClosures, cloudForbidden)
+	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld, gateClosures, cloudForbidden, ownershipReads)
 }
 
 // observeClosure counts a gate that was open closing for cause.
@@ -47,9 +52,12 @@ func observeClosure(cloudName string, cause error) {
 	gateClosures.WithLabelValues(cloudName, reason).Inc()
 }
 
-func observeCall(cloudName, op string, start time.Time, err error) {
+func observeCall(ctx context.Context, cloudName, op string, start time.Time, err error) {
 	cloudLatency.WithLabelValues(cloudName, op).Observe(time.Since(start).Seconds())
 	cloudRequests.WithLabelValues(cloudName, op, Result(err)).Inc()
+	if provingOwnership(ctx) {
+		ownershipReads.WithLabelValues(cloudName, op).Inc()
+	}
 	observeForbidden(cloudName, op, err)
 }
 

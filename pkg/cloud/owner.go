@@ -1,7 +1,9 @@
 package cloud
 
 import (
+	"context"
 	"fmt"
+	"time"
 )
 
 // A server is the provider's to change or delete only while its identity
@@ -57,6 +59,34 @@ func CheckOwned(m MachineRef, s *Server) error {
 	return e
 }
 
+// deleteKey marks a context whose calls serve a delete decided at a time
+// (DeleteDecided).
+type deleteKey struct{}
+
+// DeleteDecided marks the calls made with the returned context as those of
+// a delete decided at t, before any read for it was sent: a record of a
+// read sent at or after t proves ownership for that delete on its own
+// (ProvenOwned).
+func DeleteDecided(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, deleteKey{}, t)
+}
+
+// ProvenOwned reports whether the record s proves that the server carries
+// the Machine's identity for the delete ctx serves (DeleteDecided): the
+// record of a read sent after the delete was decided, by the delete itself
+// (the list of the Machines being deleted together, View.MachineNow, or a
+// read of the server), that shows the identity. Such a read serves the
+// delete as a read by ID made then would, and the delete needs no read of
+// its own; any other record (the shared view's, up to its refresh interval
+// old; one made from a create's request) is read again first.
+func ProvenOwned(ctx context.Context, m MachineRef, s *Server) bool {
+	decided, ok := ctx.Value(deleteKey{}).(time.Time)
+	if !ok || s == nil || s.ReadAt.IsZero() || s.ReadAt.Before(decided) {
+		return false
+	}
+	return CheckOwned(m, s) == nil
+}
+
 // CheckSurveyed returns an error unless a server, read again right before
 // adopt gives it a Machine's identity, still carries the identity adopt
 // surveyed it with (or already the one adopt gives it): a server another
@@ -70,4 +100,24 @@ func CheckSurveyed(f *Found, now *Server, m MachineRef) error {
 	}
 	return fmt.Errorf("server %s (%s) carries cluster %q's identity (Machine %q) now, not %q's (Machine %q) as when adopt surveyed it: it is left alone, run adopt again",
 		now.ID, now.Name, now.ClusterID, now.Machine, f.ClusterID, f.Machine)
+}
+
+// ownershipKey marks a context whose calls read a server to prove it is
+// the Machine's (ProvingOwnership).
+type ownershipKey struct{}
+
+// ProvingOwnership marks the calls made with the returned context as reads
+// that prove a server carries the Machine's identity right before a write
+// or a delete: they are counted apart too
+// (machine_api_provider_cloud_ownership_reads_total), so that what the
+// ownership rule costs the account can be told from what the work itself
+// needs (make bench prints it per Machine).
+func ProvingOwnership(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ownershipKey{}, true)
+}
+
+// provingOwnership reports whether ctx is ProvingOwnership's.
+func provingOwnership(ctx context.Context) bool {
+	v, _ := ctx.Value(ownershipKey{}).(bool)
+	return v
 }

@@ -34,17 +34,11 @@ const (
 // margin), and those whose create was under way (bound: the create grace).
 func BenchmarkLeaderChange(b *testing.B) {
 	var out strings.Builder
-	for _, name := range strings.Split(env("CLOUD", fixture.Cloudscale), ",") {
-		c, err := cloudNamed(strings.TrimSpace(name))
-		if err != nil {
-			b.Fatal(err)
+	eachCloud(b, func(b *testing.B, c benchCloud) {
+		for i := 0; i < b.N; i++ {
+			out.WriteString(leaderChange(b, c))
 		}
-		b.Run(c.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				out.WriteString(leaderChange(b, c))
-			}
-		})
-	}
+	})
 	fmt.Print(out.String())
 }
 
@@ -143,7 +137,7 @@ func startElectedManager(b *testing.B, e *fixture.Env, c benchCloud, name string
 	}
 	addr := freeAddr(b)
 	args := append([]string{"manager", "--kubeconfig", e.Kubeconfig(b), "--namespace", fixture.Namespace, "--cluster-id", fixture.ClusterID,
-		"--leader-elect=true", "--metrics-bind-address", addr, "--health-probe-bind-address", "0"}, c.managerArgs(e)...)
+		"--leader-elect=true", "--metrics-bind-address", addr, "--health-probe-bind-address", "0"}, c.managerArgs(e.APIURL)...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), c.managerEnv...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

@@ -126,13 +126,7 @@ func managerBreakdown(d delta) string {
 	}
 	fmt.Fprintf(&b, "    machine controller: %d reconciles (%s), mean queue wait %s, mean reconcile %s\n",
 		n, strings.Join(results, ", "), round(wait), round(work))
-	var kube []string
-	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-		if v := d.counter("rest_client_requests_total", map[string]string{"method": method}); v > 0 {
-			kube = append(kube, fmt.Sprintf("%s %.0f", method, v))
-		}
-	}
-	fmt.Fprintf(&b, "    Kubernetes API requests: %s\n", strings.Join(kube, ", "))
+	fmt.Fprintf(&b, "    Kubernetes API requests: %s\n", kubeRequests(d))
 	var calls []string
 	for _, op := range labelValues(d.after, "machine_api_provider_cloud_request_duration_seconds", "operation") {
 		mean, n := d.mean("machine_api_provider_cloud_request_duration_seconds", map[string]string{"operation": op})
@@ -145,6 +139,18 @@ func managerBreakdown(d delta) string {
 		fmt.Fprintf(&b, "    cloud calls held back by the account's gate: %.0f\n", held)
 	}
 	return b.String()
+}
+
+// kubeRequests describes the manager's requests to the Kubernetes API by
+// method.
+func kubeRequests(d delta) string {
+	var kube []string
+	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		if v := d.counter("rest_client_requests_total", map[string]string{"method": method}); v > 0 {
+			kube = append(kube, fmt.Sprintf("%s %.0f", method, v))
+		}
+	}
+	return strings.Join(kube, ", ")
 }
 
 func round(d time.Duration) time.Duration {

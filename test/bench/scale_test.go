@@ -8,7 +8,8 @@
 //
 //	BENCH_SIZES        Machines per run, comma-separated (default 100)
 //	CLOUD              clouds, comma-separated: cloudscale, exoscale (default cloudscale)
-//	BENCH_RUNS         runs of each size and cloud; the table shows median and range (default 1)
+//	BENCH_RUNS         runs of each size and cloud; the table shows each (default 1)
+//	BENCH_CYCLES       scale-ups and downs of each run, for the CPU per Machine (default 3)
 //	BENCH_CLOUD_LIMIT  qps/burst the emulated API allows before it answers 429 (default: no limit)
 //	BENCH_MANAGER      the manager binary (default bin/machine-api-provider)
 //	BENCH_LOG_DIR      keep the manager's logs there (default: removed)
@@ -51,6 +52,10 @@ func BenchmarkScale(b *testing.B) {
 	if err != nil || runs < 1 {
 		b.Fatalf("BENCH_RUNS=%q: want a positive number", os.Getenv("BENCH_RUNS"))
 	}
+	cycles, err := strconv.Atoi(env("BENCH_CYCLES", "3"))
+	if err != nil || cycles < 1 {
+		b.Fatalf("BENCH_CYCLES=%q: want a positive number", os.Getenv("BENCH_CYCLES"))
+	}
 	if cloudLimit, err = parseCloudLimit(os.Getenv("BENCH_CLOUD_LIMIT")); err != nil {
 		b.Fatal(err)
 	}
@@ -63,13 +68,15 @@ func BenchmarkScale(b *testing.B) {
 		cs = append(cs, c)
 	}
 	var rows [][]result
+	m := newMachine()
+	benchReference = startReference(b)
 	for _, c := range cs {
 		for _, n := range sizes {
 			var rs []result
 			b.Run(fmt.Sprintf("%s/%d", c.name, n), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					for r := 0; r < runs; r++ {
-						res := run(b, c, n)
+						res := run(b, c, n, cycles)
 						fmt.Print(res.detail)
 						rs = append(rs, res)
 					}
@@ -82,6 +89,9 @@ func BenchmarkScale(b *testing.B) {
 		}
 	}
 	fmt.Print(table(rows))
+	if len(rows) > 0 {
+		writeSection(b, "scale.md", scaleSection(rows, m))
+	}
 }
 
 // cloudLimit, from BENCH_CLOUD_LIMIT ("qps/burst"), makes the emulated API
@@ -136,15 +146,30 @@ func limit(n int) time.Duration {
 type result struct {
 	cloud string
 	n     int
+	// zoneSweep is the cloud's (benchCloud).
+	zoneSweep int
 	// toServers and toProvisioned run from the scale-up to the moment the
 	// last server exists and the last Machine is Provisioned.
 	toServers, toProvisioned time.Duration
 	// toZero runs from the scale-down to the moment the last server is gone.
 	toZero time.Duration
-	// Cloud calls per Machine: to provision, per resync of settled
-	// Machines, to delete.
-	provisionCalls, resyncCalls, deleteCalls float64
-	peakMiB                                  float64
+	// The cloud calls of each phase: until every Machine was
+	// Provisioned; until every Machine was Running and settled (created,
+	// in upFor); in a steady window of steadyFor; of one resync; to
+	// delete every Machine (in downFor).
+	provisioned, up, steady, resync, down calls
+	steadyFor                             time.Duration
+	// The manager's CPU-seconds in the steady window and the resync, and
+	// in each cycle's scale-up and scale-down, which took upFors and
+	// downFors.
+	cpuSteady, cpuResync float64
+	cpuUps, cpuDowns     []float64
+	upFors, downFors     []time.Duration
+	// The reference's CPU-seconds per piece in the same phases
+	// (reference_test.go).
+	pieceSteady, pieceResync float64
+	pieceUps, pieceDowns     []float64
+	peakMiB                  float64
 	// refusedUp counts the 429s of the emulated API's rate limit while
 	// provisioning (BENCH_CLOUD_LIMIT).
 	refusedUp int
@@ -153,6 +178,118 @@ type result struct {
 
 func (r result) ratio() float64     { return r.toServers.Seconds() / limit(r.n).Seconds() }
 func (r result) zeroRatio() float64 { return r.toZero.Seconds() / limit(r.n).Seconds() }
+
+func (r result) per(v float64) float64 { return v / float64(r.n) }
+
+func (r result) provisionCalls() float64 { return r.per(float64(r.provisioned.withoutSweeps())) }
+func (r result) createCalls() float64    { return r.per(float64(r.up.withoutSweeps())) }
+func (r result) deleteCalls() float64    { return r.per(float64(r.down.withoutSweeps())) }
+func (r result) resyncCalls() float64    { return r.per(float64(r.resync.withoutSweeps())) }
+func (r result) ownUp() float64          { return r.per(r.up.ownership) }
+func (r result) ownDown() float64        { return r.per(r.down.ownership) }
+
+// steadyCallsPerHour is what a settled cluster of the run's Machines costs
+// the account in an hour: the steady window's calls (the janitor's sweeps)
+// at its rate, a resync every sync period, and the lists of a sweep of
+// every zone every fullSweepEvery.
+func (r result) steadyCallsPerHour() float64 {
+	return steadyPerHour(r.steady, r.steadyFor, r.resync, r.zoneSweep)
+}
+
+func steadyPerHour(window calls, took time.Duration, resync calls, zoneSweep int) float64 {
+	return float64(window.withoutSweeps())*float64(time.Hour)/float64(took) +
+		float64(resync.withoutSweeps())*float64(time.Hour/syncPeriod) +
+		float64(zoneSweep)*float64(time.Hour/fullSweepEvery)
+}
+
+// idleCPU is the manager's CPU per second of steady state: its lease, the
+// janitor's sweeps, its runtime.
+func (r result) idleCPU() float64 { return r.cpuSteady / r.steadyFor.Seconds() }
+
+// cycleCPU is the manager's CPU-seconds per Machine of each cycle's
+// phase, less what it would have used idle meanwhile (a busy machine
+// stretches a phase; the work of the Machines is what is measured).
+func (r result) cycleCPU(cpu []float64, took []time.Duration) []float64 {
+	out := make([]float64, len(cpu))
+	for i := range cpu {
+		out[i] = r.per(cpu[i] - r.idleCPU()*took[i].Seconds())
+	}
+	return out
+}
+
+// cpuPerCreated is the manager's CPU per Machine from the scale-up until
+// every Machine is Running and settled: the least of the cycles. The
+// work is the same in each (the calls show it); what differs is how much
+// the machine's other work slowed each down, which only ever adds CPU
+// time (a busy core's caches are others' too, its scheduler switches
+// more), so the least is the closest to the work's own cost.
+func (r result) cpuPerCreated() float64 { return slices.Min(r.cycleCPU(r.cpuUps, r.upFors)) }
+
+// cpuPerDeleted is the same for the scale-down.
+func (r result) cpuPerDeleted() float64 { return slices.Min(r.cycleCPU(r.cpuDowns, r.downFors)) }
+
+// inPieces is the manager's CPU per Machine of each cycle's phase in
+// pieces of the reference's work, less what it would have used idle
+// meanwhile.
+func (r result) inPieces(cpu, piece []float64, took []time.Duration) []float64 {
+	out := make([]float64, len(cpu))
+	idle := r.cpuSteady / r.pieceSteady / r.steadyFor.Seconds()
+	for i := range cpu {
+		out[i] = r.per(cpu[i]/piece[i] - idle*took[i].Seconds())
+	}
+	return out
+}
+
+// piecesPerCreated and piecesPerDeleted are cpuPerCreated and
+// cpuPerDeleted in pieces of the reference's work: the least of the
+// cycles.
+func (r result) piecesPerCreated() float64 {
+	return slices.Min(r.inPieces(r.cpuUps, r.pieceUps, r.upFors))
+}
+func (r result) piecesPerDeleted() float64 {
+	return slices.Min(r.inPieces(r.cpuDowns, r.pieceDowns, r.downFors))
+}
+
+// piecesPerHour is cpuPerHour in pieces of the reference's work.
+func (r result) piecesPerHour() float64 {
+	return r.cpuSteady/r.pieceSteady*float64(time.Hour)/float64(r.steadyFor) + r.cpuResync/r.pieceResync*float64(time.Hour/syncPeriod)
+}
+
+// cpuPerHour is the manager's CPU in an hour of steady state: the steady
+// window's rate, and a resync every sync period.
+func (r result) cpuPerHour() float64 {
+	return r.cpuSteady*float64(time.Hour)/float64(r.steadyFor) + r.cpuResync*float64(time.Hour/syncPeriod)
+}
+
+// column is one column of a table of runs of type T: how to name it,
+// print it and read it from a run.
+type column[T any] struct {
+	name, unit, format string
+	of                 func(T) float64
+}
+
+// figure is a column of the scale table.
+type figure = column[result]
+
+var figures = []figure{
+	{"all servers", "s", "%.1f", func(r result) float64 { return r.toServers.Seconds() }},
+	{"ratio to limit", "", "%.2f", result.ratio},
+	{"calls/Machine to Provisioned", "", "%.3f", result.provisionCalls},
+	{"calls/Machine created", "", "%.3f", result.createCalls},
+	{"ownership reads/Machine created", "", "%.3f", result.ownUp},
+	{"calls/Machine deleted", "", "%.3f", result.deleteCalls},
+	{"ownership reads/Machine deleted", "", "%.3f", result.ownDown},
+	{"calls/Machine/resync", "", "%.4f", result.resyncCalls},
+	{"steady calls/h", "", "%.0f", result.steadyCallsPerHour},
+	{"CPU s/Machine created", "", "%.4f", result.cpuPerCreated},
+	{"CPU s/Machine deleted", "", "%.4f", result.cpuPerDeleted},
+	{"CPU s/h steady", "", "%.1f", result.cpuPerHour},
+	{"CPU created", "ref. pieces/Machine", "%.2f", result.piecesPerCreated},
+	{"CPU deleted", "ref. pieces/Machine", "%.2f", result.piecesPerDeleted},
+	{"CPU steady", "ref. pieces/h", "%.0f", result.piecesPerHour},
+	{"peak RSS", "MiB", "%.0f", func(r result) float64 { return r.peakMiB }},
+	{"to zero servers", "s", "%.1f", func(r result) float64 { return r.toZero.Seconds() }},
+}
 
 func report(b *testing.B, rs []result) {
 	if len(rs) == 0 {
@@ -169,62 +306,72 @@ func report(b *testing.B, rs []result) {
 	b.ReportMetric(med(func(r result) float64 { return r.toServers.Seconds() }), "s-to-all-servers")
 	b.ReportMetric(med(func(r result) float64 { return r.toProvisioned.Seconds() }), "s-to-all-provisioned")
 	b.ReportMetric(med(result.ratio), "x-limit")
-	b.ReportMetric(med(func(r result) float64 { return r.provisionCalls }), "calls/machine-provision")
-	b.ReportMetric(med(func(r result) float64 { return r.resyncCalls }), "calls/machine-resync")
-	b.ReportMetric(med(func(r result) float64 { return r.deleteCalls }), "calls/machine-delete")
+	b.ReportMetric(med(result.provisionCalls), "calls/machine-provision")
+	b.ReportMetric(med(result.resyncCalls), "calls/machine-resync")
+	b.ReportMetric(med(result.deleteCalls), "calls/machine-delete")
+	b.ReportMetric(med(result.ownUp), "ownership-reads/machine-created")
+	b.ReportMetric(med(result.ownDown), "ownership-reads/machine-deleted")
+	b.ReportMetric(med(result.cpuPerCreated), "cpu-s/machine-created")
+	b.ReportMetric(med(result.cpuPerHour), "cpu-s/hour-steady")
 	b.ReportMetric(med(func(r result) float64 { return r.peakMiB }), "MiB-manager-peak")
 	b.ReportMetric(med(func(r result) float64 { return r.toZero.Seconds() }), "s-to-zero-servers")
 }
 
-// table prints one line per cloud and size; with several runs, the median
-// and the range of each figure.
+// table prints one line per cloud and size, with each run's figure (a /
+// b for two runs) and, with several runs, how far apart they are.
 func table(rows [][]result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nScale benchmark: %s create latency, %d creates at a time (the manager's defaults); limit = latency × ⌈N/%d⌉\n", createLatency, concurrency, concurrency)
 	if cloudLimit != nil {
-		fmt.Fprintf(&b, "The emulated API allows %g calls/s in bursts of %d and answers 429 beyond; 429s counts those while provisioning.\n", cloudLimit.QPS, cloudLimit.Burst)
+		fmt.Fprintf(&b, "The emulated API allows %g calls/s in bursts of %d and answers 429 beyond.\n", cloudLimit.QPS, cloudLimit.Burst)
 	}
-	b.WriteString("\n")
-	extra, sep := "", ""
-	if cloudLimit != nil {
-		extra, sep = " 429s |", "---:|"
-	}
-	fmt.Fprintf(&b, "| cloud | Machines | all servers | all Provisioned | limit | ratio | calls/Machine provision | calls/Machine resync | calls/Machine delete | to zero servers | manager peak RSS |%s\n", extra)
-	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", sep)
+	b.WriteString("\n" + header("| cloud | Machines |", figures))
 	for _, rs := range rows {
-		r0 := rs[0]
-		col := func(f func(result) float64, format string) string {
-			v := make([]float64, len(rs))
-			for i, r := range rs {
-				v[i] = f(r)
-			}
-			slices.Sort(v)
-			s := fmt.Sprintf(format, v[len(v)/2])
-			if len(v) > 1 && v[0] != v[len(v)-1] {
-				s += fmt.Sprintf(" ("+format+"–"+format+")", v[0], v[len(v)-1])
-			}
-			return s
+		fmt.Fprintf(&b, "| %s | %d |", rs[0].cloud, rs[0].n)
+		for _, f := range figures {
+			b.WriteString(" " + runs(rs, f) + " |")
 		}
-		if cloudLimit != nil {
-			extra = " " + col(func(r result) float64 { return float64(r.refusedUp) }, "%.0f") + " |"
-		}
-		fmt.Fprintf(&b, "| %s | %d | %s s | %s s | %.1f s | %s | %s | %s | %s | %s s | %s MiB |%s\n",
-			r0.cloud, r0.n,
-			col(func(r result) float64 { return r.toServers.Seconds() }, "%.1f"),
-			col(func(r result) float64 { return r.toProvisioned.Seconds() }, "%.1f"),
-			limit(r0.n).Seconds(),
-			col(result.ratio, "%.2f"),
-			col(func(r result) float64 { return r.provisionCalls }, "%.2f"),
-			col(func(r result) float64 { return r.resyncCalls }, "%.3f"),
-			col(func(r result) float64 { return r.deleteCalls }, "%.2f"),
-			col(func(r result) float64 { return r.toZero.Seconds() }, "%.1f"),
-			col(func(r result) float64 { return r.peakMiB }, "%.0f"),
-			extra,
-		)
+		b.WriteString("\n")
 	}
 	if len(rows) > 0 && len(rows[0]) > 1 {
-		fmt.Fprintf(&b, "\n%d runs each: median (range).\n", len(rows[0]))
+		fmt.Fprintf(&b, "\n%d runs each, in order; the largest difference from the first run in %%.\n", len(rows[0]))
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// header is a Markdown table's header: the first columns, then cols.
+func header[T any](first string, cols []column[T]) string {
+	h, sep := first, strings.Repeat("|---", strings.Count(first, "|")-2)+"|---:|"
+	for _, f := range cols {
+		name := f.name
+		if f.unit != "" {
+			name += " (" + f.unit + ")"
+		}
+		h += " " + name + " |"
+		sep += "---:|"
+	}
+	return h + "\n" + sep + "\n"
+}
+
+// runs prints a figure of every run, "a / b (Δ 1.2%)": how far the
+// others are from the first.
+func runs[T any](rs []T, f column[T]) string {
+	parts := make([]string, len(rs))
+	first := f.of(rs[0])
+	worst := 0.0
+	for i, r := range rs {
+		v := f.of(r)
+		parts[i] = fmt.Sprintf(f.format, v)
+		if first != 0 {
+			worst = max(worst, math.Abs(v-first)/math.Abs(first)*100)
+		} else if v != 0 {
+			worst = math.Inf(1)
+		}
+	}
+	s := strings.Join(parts, " / ")
+	if len(rs) > 1 {
+		s += fmt.Sprintf(" (Δ %.1f%%)", worst)
+	}
+	return s
 }

@@ -22,12 +22,13 @@ const (
 	stepIntent              // the provider recorded its create intent: the create starts
 	stepProviderID          // the provider recorded the server
 	stepProvisioned         // phase Provisioned
+	stepRunning             // phase Running: its Node is linked
 	stepDeleting            // deletion requested
 	stepGone                // the Machine is gone
 	steps
 )
 
-var stepNames = [steps]string{"seen", "finalizer", "Provisioning", "create intent", "providerID", "Provisioned", "deletion requested", "gone"}
+var stepNames = [steps]string{"seen", "finalizer", "Provisioning", "create intent", "providerID", "Provisioned", "Running", "deletion requested", "gone"}
 
 // timeline records, per Machine, when each step was first seen, from the
 // watch events of Machines: the evidence of where the time goes between
@@ -37,6 +38,9 @@ type timeline struct {
 	machines map[string]*[steps]time.Time
 	count    [steps]int
 	last     [steps]time.Time
+	// provisioned, when set, is told of each Machine the first time it
+	// is seen Provisioned (outside the lock).
+	provisioned func(namespace, name string)
 }
 
 func newTimeline() *timeline {
@@ -63,11 +67,18 @@ func (t *timeline) observe(obj any, gone bool) {
 	}
 	now := time.Now()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	marks := t.machines[m.Name]
+	newlyProvisioned := false
+	defer func() {
+		t.mu.Unlock()
+		if newlyProvisioned && t.provisioned != nil {
+			t.provisioned(m.Namespace, m.Name)
+		}
+	}()
+	key := m.Namespace + "/" + m.Name
+	marks := t.machines[key]
 	if marks == nil {
 		marks = &[steps]time.Time{}
-		t.machines[m.Name] = marks
+		t.machines[key] = marks
 	}
 	phase := ""
 	if m.Status.Phase != nil {
@@ -81,6 +92,7 @@ func (t *timeline) observe(obj any, gone bool) {
 		stepIntent:       intent,
 		stepProviderID:   m.Spec.ProviderID != nil && *m.Spec.ProviderID != "",
 		stepProvisioned:  phase == machinev1.PhaseProvisioned || phase == machinev1.PhaseRunning,
+		stepRunning:      phase == machinev1.PhaseRunning,
 		stepDeleting:     m.DeletionTimestamp != nil,
 		stepGone:         gone,
 	}
@@ -95,6 +107,7 @@ func (t *timeline) observe(obj any, gone bool) {
 			marks[s] = now
 			t.count[s]++
 			t.last[s] = now
+			newlyProvisioned = newlyProvisioned || s == stepProvisioned && !gone && m.DeletionTimestamp == nil && !reached[stepRunning]
 		}
 	}
 }
@@ -105,6 +118,19 @@ func (t *timeline) reached(step int) (int, time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.count[step], t.last[step]
+}
+
+// now counts the Machines that reached the step and are not gone.
+func (t *timeline) now(step int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, marks := range t.machines {
+		if !marks[step].IsZero() && marks[stepGone].IsZero() {
+			n++
+		}
+	}
+	return n
 }
 
 // spans returns, for consecutive steps from..to, how long the Machines took

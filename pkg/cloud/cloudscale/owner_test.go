@@ -4,12 +4,16 @@ import (
 	"errors"
 	"maps"
 	"testing"
+	"time"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/appuio/machine-api-provider/api/cloudscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
 // retag replaces a server's tags behind the client's back, as another
@@ -81,4 +85,52 @@ func TestServerOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A delete needs no read of its own when the record it acts on comes from
+// a read sent after the delete was decided (cloud.DeleteDecided): the list
+// of the Machines deleted together proves the server still theirs, as a
+// read of it right then would. A record read before the decision is read
+// again, and a server retagged since is left alone. The Node veto still
+// applies to a delete so proven: a Node on the server keeps it.
+func TestDeleteProvenByItsOwnListReadsNothingMore(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, emucs.Config{})
+	spec := v.spec(nil)
+	a := v.create("a", spec)
+	b := v.create("b", spec)
+	early, err := v.client.ListServers(v.ctx, sel("b"))
+	if err != nil || len(early) != 1 {
+		t.Fatalf("listed %v, %v", early, err)
+	}
+	v.retag(b.ID, map[string]string{v1beta1.TagClusterID: "another-cluster", v1beta1.TagMachineName: "b"})
+	ctx := cloud.DeleteDecided(v.ctx, time.Now())
+	listed, err := v.client.ListServers(ctx, sel("a"))
+	if err != nil || len(listed) != 1 || listed[0].ID != a.ID {
+		t.Fatalf("listed %v, %v", listed, err)
+	}
+	_, calls := v.calls(func() {
+		var vetoed *nodes.VetoedError
+		if err := v.client.DeleteServer(ctx, ref("a"), &listed[0], nodeOn("cloudscale://"+a.ID)); !errors.As(err, &vetoed) {
+			t.Errorf("delete of a, which a Node runs on: %v, want a VetoedError", err)
+		}
+		if err := v.client.DeleteServer(ctx, ref("a"), &listed[0], noNodes); err != nil {
+			t.Errorf("delete of a: %v", err)
+		}
+		wantNotOwned(t, "delete of b, listed before the delete was decided", v.client.DeleteServer(ctx, ref("b"), &early[0], noNodes))
+	})
+	// One read: b's; one DELETE: a's.
+	if want := map[string]int64{"GET /v1/servers/{uuid}": 1, "DELETE /v1/servers/{uuid}": 1}; !maps.Equal(calls, want) {
+		t.Errorf("deletes made %v, want %v", calls, want)
+	}
+	if got := v.server(b.ID); got == nil {
+		t.Error("b, retagged as another cluster's, was deleted")
+	}
+}
+
+// nodeOn is a Node veto with one Node, which runs on the server of the
+// providerID.
+func nodeOn(providerID string) nodes.Veto {
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a-node"}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	return nodes.Veto{Index: nodes.New(Name, []corev1.Node{n})}
 }

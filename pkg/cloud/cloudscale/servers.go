@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	sdk "github.com/cloudscale-ch/cloudscale-go-sdk/v8"
 
@@ -22,6 +23,7 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 	}
 	tags := selectorTags(sel)
 	var list []sdk.Server
+	sent := time.Now()
 	err := c.call(ctx, "server.list", func(ctx context.Context) (err error) {
 		list, err = c.sdk.Servers.List(ctx, sdk.WithTagFilter(tags))
 		return err
@@ -34,7 +36,9 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 		// Filter again: should the API ever ignore the filter, this must
 		// still not hand out other Machines' servers.
 		if matchesFilter(list[i].Tags, tags) && !c.dying(list[i].UUID) {
-			out = append(out, *toServer(&list[i]))
+			s := toServer(&list[i])
+			s.ReadAt = sent
+			out = append(out, *s)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b cloud.Server) int { return a.CreatedAt.Compare(b.CreatedAt) })
@@ -43,6 +47,7 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 
 // GetServer reads a server by UUID; one being deleted is not found.
 func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error) {
+	sent := time.Now()
 	s, err := c.getServer(ctx, id)
 	if err != nil {
 		return nil, err
@@ -50,7 +55,9 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 	if c.dying(s.UUID) {
 		return nil, fmt.Errorf("cloudscale: server %s is being deleted: %w", id, cloud.ErrNotFound)
 	}
-	return toServer(s), nil
+	srv := toServer(s)
+	srv.ReadAt = sent
+	return srv, nil
 }
 
 // ReadAddresses reads the server again: its record has every address the
@@ -191,11 +198,13 @@ func serverRequest(m cloud.MachineRef, p *v1beta1.CloudscaleMachineProviderSpec,
 }
 
 // DeleteServer deletes the server, then the provider's anti-affinity groups
-// it leaves empty. The server is read right before the delete: only one
-// that carries the Machine's identity at that moment, and that no Node
-// runs on (veto, asked with that record: it has every address the API
-// knows), is deleted (a *cloud.NotOwnedError or the veto's error
-// otherwise, and nothing is sent).
+// it leaves empty. Only a server that carries the Machine's identity at
+// that moment, and that no Node runs on (veto, asked with that record: a
+// list's record has every address the API knows, as a read by ID does), is
+// deleted (a *cloud.NotOwnedError or the veto's error otherwise, and
+// nothing is sent). That record is s when s is a read sent for this delete
+// (cloud.ProvenOwned: the list of the Machines being deleted); otherwise
+// the server is read again now.
 func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server, veto cloud.NodeVeto) error {
 	if s == nil || s.ID == "" {
 		return errors.New("cloudscale: DeleteServer needs a server with an ID")
@@ -207,18 +216,22 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 		return err
 	}
 	// The fresh record also names the groups the server is in.
-	detail, err := c.owned(ctx, m, s.ID)
-	if cloud.IsNotFound(err) {
-		c.forgetRootTags(s.ID)
-		return nil
-	}
-	if err != nil {
-		return err
+	detail := detailOf(s)
+	if detail == nil || !cloud.ProvenOwned(ctx, m, s) {
+		var err error
+		detail, err = c.owned(ctx, m, s.ID)
+		if cloud.IsNotFound(err) {
+			c.forgetRootTags(s.ID)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if err := cloud.CheckVeto(ctx, veto, toServer(detail), nil); err != nil {
 		return err
 	}
-	err = c.call(ctx, "server.delete", func(ctx context.Context) error {
+	err := c.call(ctx, "server.delete", func(ctx context.Context) error {
 		return c.sdk.Servers.Delete(ctx, s.ID)
 	})
 	if err != nil && !cloud.IsNotFound(err) {

@@ -50,7 +50,7 @@ func (c *Client) SyncServer(ctx context.Context, m cloud.MachineRef, spec cloud.
 // or a delete, as the record of a list may be seconds old and tags can
 // change in between (another cluster's provider, a person, Terraform).
 func (c *Client) owned(ctx context.Context, m cloud.MachineRef, id string) (*sdk.Server, error) {
-	d, err := c.getServer(ctx, id)
+	d, err := c.getServer(cloud.ProvingOwnership(ctx), id)
 	if err != nil {
 		return nil, err
 	}

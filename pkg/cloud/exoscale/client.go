@@ -52,6 +52,11 @@ type Client struct {
 	// cost a read per instance to tell the disk size did not drift.
 	diskMu   sync.Mutex
 	diskSize map[string]int64
+	// groupsOf remembers the same way the anti-affinity groups of
+	// instances, which the list does not say either: a delete whose list
+	// proves the instance the Machine's (cloud.ProvenOwned) needs no read
+	// for the groups it may leave empty.
+	groupsOf map[string][]v3.AntiAffinityGroup
 
 	addrs privateAddrs
 }
@@ -72,6 +77,7 @@ func newClient(c *Cloud, key, secret, source string, gate *cloud.Gate) (*Client,
 		networks:      map[string]*cloud.Catalog[v3.PrivateNetwork]{},
 		deployTargets: map[string]*cloud.Catalog[v3.DeployTarget]{},
 		diskSize:      map[string]int64{},
+		groupsOf:      map[string][]v3.AntiAffinityGroup{},
 	}
 	cl.zones.init()
 	return cl, nil
@@ -117,6 +123,32 @@ func (c *Client) rememberDisk(id string, size int64) {
 	c.diskMu.Unlock()
 }
 
+// rememberGroups records the anti-affinity groups of an instance, from a
+// full record of it.
+func (c *Client) rememberGroups(id string, groups []v3.AntiAffinityGroup) {
+	c.diskMu.Lock()
+	c.groupsOf[id] = groups
+	c.diskMu.Unlock()
+}
+
+// withGroups returns the instance's record with its anti-affinity groups:
+// d itself when it is a full record, a copy with the groups remembered,
+// or nil when they are not known.
+func (c *Client) withGroups(d *instance) *instance {
+	if d.Full {
+		return d
+	}
+	c.diskMu.Lock()
+	groups, ok := c.groupsOf[string(d.ID)]
+	c.diskMu.Unlock()
+	if !ok {
+		return nil
+	}
+	cp := *d
+	cp.AntiAffinityGroups = groups
+	return &cp
+}
+
 func (c *Client) knownDisk(id string) (int64, bool) {
 	c.diskMu.Lock()
 	defer c.diskMu.Unlock()
@@ -127,6 +159,7 @@ func (c *Client) knownDisk(id string) (int64, bool) {
 func (c *Client) forgetInstance(id string) {
 	c.diskMu.Lock()
 	delete(c.diskSize, id)
+	delete(c.groupsOf, id)
 	c.diskMu.Unlock()
 	c.zones.forget(id)
 	c.addrs.mu.Lock()

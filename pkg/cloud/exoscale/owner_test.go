@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v3 "github.com/exoscale/egoscale/v3"
 
 	"github.com/appuio/machine-api-provider/api/exoscale/v1beta1"
 	"github.com/appuio/machine-api-provider/pkg/cloud"
 	emu "github.com/appuio/machine-api-provider/pkg/emulator/exoscale"
+	"github.com/appuio/machine-api-provider/pkg/nodes"
 )
 
 // An instance is synced and deleted only while its labels say it is the
@@ -75,5 +77,55 @@ func TestInstanceOfAnotherIdentityIsNeverWrittenOrDeleted(t *testing.T) {
 				t.Errorf("instance %+v (%v), want it left as it was", inst, ok)
 			}
 		})
+	}
+}
+
+// A delete needs no read of its own when the record it acts on comes from
+// a read sent after the delete was decided (cloud.DeleteDecided) and the
+// client knows the instance's groups (it made it): the list of the
+// Machines deleted together proves the instance still theirs, as a read of
+// it right then would. A record read before the decision is read again,
+// and an instance relabelled since is left alone. The Node veto still
+// applies to a delete so proven: a Node on the instance keeps it.
+func TestDeleteProvenByItsOwnListReadsNothingMore(t *testing.T) {
+	x := newEnv(t, emu.Config{})
+	var ids []string
+	for _, name := range []string{"worker-a", "worker-b"} {
+		s, _, err := x.c.CreateServer(x.ctx, ref(name), x.spec(specJSON(nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	early, err := x.c.ListServers(x.ctx, cloud.Selector{ClusterID: clusterID, Machine: "worker-b"})
+	if err != nil || len(early) != 1 {
+		t.Fatalf("listed %v, %v", early, err)
+	}
+	other := map[string]string{v1beta1.LabelClusterID: "another-cluster", v1beta1.LabelMachineName: "worker-b"}
+	x.wait(x.raw.UpdateInstance(x.ctx, v3.UUID(ids[1]), v3.UpdateInstanceRequest{Labels: other}))
+	ctx := cloud.DeleteDecided(x.ctx, time.Now())
+	listed, err := x.c.ListServers(ctx, cloud.Selector{ClusterID: clusterID, Machine: "worker-a"})
+	if err != nil || len(listed) != 1 || listed[0].ID != ids[0] {
+		t.Fatalf("listed %v, %v", listed, err)
+	}
+	h := x.emu.Harness()
+	h.ResetRequests()
+	var vetoed *nodes.VetoedError
+	if err := x.c.DeleteServer(ctx, ref("worker-a"), &listed[0], nodeVeto("a-node", "exoscale://"+ids[0], "")); !errors.As(err, &vetoed) {
+		t.Errorf("delete of worker-a, which a Node runs on: %v, want a VetoedError", err)
+	}
+	if err := x.c.DeleteServer(ctx, ref("worker-a"), &listed[0], noNodes); err != nil {
+		t.Errorf("delete of worker-a: %v", err)
+	}
+	var no *cloud.NotOwnedError
+	if err := x.c.DeleteServer(ctx, ref("worker-b"), &early[0], noNodes); !errors.As(err, &no) {
+		t.Errorf("delete of worker-b, listed before the delete was decided: %v, want a NotOwnedError", err)
+	}
+	// One read: worker-b's; one DELETE: worker-a's.
+	if got, want := h.Requests(), map[string]int64{"GET /v2/instance/{id}": 1, "DELETE /v2/instance/{id}": 1}; !maps.Equal(got, want) {
+		t.Errorf("deletes made %v, want %v", got, want)
+	}
+	if inst, ok := x.emu.Instance(ids[1]); !ok || !maps.Equal(inst.Labels, other) {
+		t.Errorf("worker-b, relabelled as another cluster's: %+v (%v), want it left alone", inst, ok)
 	}
 }

@@ -34,7 +34,7 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 	if err != nil {
 		return nil, err
 	}
-	started := c.now()
+	started, sent := c.now(), time.Now()
 	filter := selectorLabels(sel)
 	lists, failed, keyErr := c.listEachZone(ctx, zones, filter)
 	if err := ctx.Err(); err != nil {
@@ -57,7 +57,9 @@ func (c *Client) ListServers(ctx context.Context, sel cloud.Selector) ([]cloud.S
 			}
 			d := fromListItem(it, z)
 			c.zones.seen(string(d.ID), z)
-			out = append(out, *c.server(d))
+			s := c.server(d)
+			s.ReadAt = sent
+			out = append(out, *s)
 		}
 	}
 	if full && sel.Machine == "" {
@@ -244,6 +246,7 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 	}
 	var zoneErr error
 	for _, z := range zones {
+		sent := time.Now()
 		if ze := c.zones.downNow(z, c.now()); ze != nil && len(zones) > 1 {
 			// Its list just failed: asking it would cost its timeout
 			// (and the read retries) for the failure the list got.
@@ -269,7 +272,9 @@ func (c *Client) GetServer(ctx context.Context, id string) (*cloud.Server, error
 		if dying(d.State) {
 			return nil, fmt.Errorf("exoscale: instance %s is %s: %w", id, d.State, cloud.ErrNotFound)
 		}
-		return c.server(d), nil
+		s := c.server(d)
+		s.ReadAt = sent
+		return s, nil
 	}
 	if zoneErr != nil {
 		return nil, zoneErr
@@ -294,6 +299,7 @@ func (c *Client) getInstance(ctx context.Context, zone, id string) (*instance, e
 	d := &instance{Instance: *inst, Zone: zone, Full: true}
 	c.zones.seen(id, zone)
 	c.rememberDisk(id, inst.DiskSize)
+	c.rememberGroups(id, inst.AntiAffinityGroups)
 	return d, nil
 }
 
@@ -431,6 +437,7 @@ func (c *Client) createInstance(ctx context.Context, p *v1beta1.ExoscaleMachineP
 	}}
 	c.zones.seen(id, p.Zone)
 	c.rememberDisk(id, req.DiskSize)
+	c.rememberGroups(id, req.AntiAffinityGroups)
 	if len(r.networks) > 0 {
 		// This very call made the instance, with the Machine's labels:
 		// nothing to check before attaching it.
@@ -462,13 +469,15 @@ func (c *Client) operationFailed(ctx context.Context, op *v3.Operation, what str
 }
 
 // DeleteServer deletes the instance, then the provider's anti-affinity
-// groups it leaves empty. An instance already gone is no error. The
-// instance is read right before the delete: only one that carries the
-// Machine's identity at that moment, and that no Node runs on (veto, asked
-// with that record and, when a Node could run on it by address, the
-// leases of its private networks read then), is deleted (a
-// *cloud.NotOwnedError or the veto's error otherwise, and nothing is
-// sent).
+// groups it leaves empty. An instance already gone is no error. Only an
+// instance that carries the Machine's identity at that moment, and that no
+// Node runs on (veto, asked with that record and, when a Node could run on
+// it by address, the leases of its private networks read then), is
+// deleted (a *cloud.NotOwnedError or the veto's error otherwise, and
+// nothing is sent). That record is s when s is a read sent for this delete
+// (cloud.ProvenOwned: the list of the Machines being deleted, which names
+// the instance's private networks as a read by ID does) and the client
+// knows the instance's groups; otherwise the instance is read again now.
 func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.Server, veto cloud.NodeVeto) error {
 	if s == nil || s.ID == "" {
 		return errors.New("exoscale: DeleteServer needs a server with an ID")
@@ -479,24 +488,38 @@ func (c *Client) DeleteServer(ctx context.Context, m cloud.MachineRef, s *cloud.
 	if err := checkRef(m); err != nil {
 		return err
 	}
-	// The fresh, full record also names the instance's groups.
-	got, err := c.GetServer(ctx, s.ID)
-	if cloud.IsNotFound(err) {
-		c.forgetInstance(s.ID)
-		return nil
+	// The fresh record names the instance's groups too.
+	var (
+		got *cloud.Server
+		d   *instance
+	)
+	if given := detailOf(s); given != nil && cloud.ProvenOwned(ctx, m, s) {
+		if d = c.withGroups(given); d != nil {
+			// The veto's read of the leases fills in the record it is
+			// given: the caller's stays as it was.
+			cp := *s
+			got = &cp
+		}
 	}
-	if err != nil {
-		return err
-	}
-	if err := cloud.CheckOwned(m, got); err != nil {
-		return err
+	if d == nil {
+		var err error
+		got, err = c.GetServer(cloud.ProvingOwnership(ctx), s.ID)
+		if cloud.IsNotFound(err) {
+			c.forgetInstance(s.ID)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := cloud.CheckOwned(m, got); err != nil {
+			return err
+		}
+		if d = detailOf(got); d == nil {
+			return fmt.Errorf("exoscale: instance %s has no record", s.ID)
+		}
 	}
 	if err := cloud.CheckVeto(ctx, veto, got, c.readLeases); err != nil {
 		return err
-	}
-	d := detailOf(got)
-	if d == nil {
-		return fmt.Errorf("exoscale: instance %s has no record", s.ID)
 	}
 	zc, err := c.zoneClient(ctx, d.Zone)
 	if err != nil {

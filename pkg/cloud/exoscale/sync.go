@@ -94,7 +94,7 @@ func (c *Client) ownedOnce(m cloud.MachineRef, d *instance, fresh bool) func(con
 		if fresh {
 			return nil
 		}
-		now, err := c.getInstance(ctx, d.Zone, string(d.ID))
+		now, err := c.getInstance(cloud.ProvingOwnership(ctx), d.Zone, string(d.ID))
 		if err != nil {
 			return err
 		}

@@ -130,6 +130,8 @@ type Janitor struct {
 	// vetoed remembers, per server, the Nodes last reported as keeping it
 	// from deletion: one event per change, not one per sweep.
 	vetoed map[string]string
+	// swept is when the last sweep ended, by the wall clock (listAge).
+	swept time.Time
 	// clear is, per orphan it may delete, when this janitor first saw it
 	// with no Node vetoing, since when none has: the grace counts from
 	// there (or from the record's since, if later).
@@ -200,6 +202,7 @@ type Report struct {
 // Sweep looks at every account and cluster once.
 func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	var rep Report
+	defer func() { j.swept = time.Now() }()
 	machines, held, err := j.machines(ctx)
 	if err != nil {
 		return rep, err
@@ -245,7 +248,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 		acc.KeepViews(j.ids.All()...)
 		for _, cluster := range acc.Clusters() {
 			view := acc.View(cluster)
-			servers, err := view.All(ctx, j.o.Interval)
+			servers, err := view.All(ctx, j.listAge())
 			// Some zones could not be listed: what they hold is unknown,
 			// so nothing recorded is forgotten for not being seen.
 			var partial *cloud.PartialListError
@@ -369,6 +372,19 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	}
 	metrics.SetOrphans(cloudName, len(rep.Orphans)-len(rep.OrphansDeleted))
 	return rep, firstErr
+}
+
+// listAge is how old a list of the cluster's servers a sweep takes: one
+// made since the last sweep ended (by the Machines' reconciles, which
+// share the view), else it lists. A list of the last sweep's own never
+// serves the next, which comes an interval later: whether it would (was
+// the list begun a moment later than the sweep is now, an interval on?)
+// was a toss-up, and so was what a settled cluster cost the account.
+func (j *Janitor) listAge() time.Duration {
+	if j.swept.IsZero() {
+		return j.o.Interval
+	}
+	return min(j.o.Interval, time.Since(j.swept))
 }
 
 // maybeDelete deletes an orphan past its grace, if it carries a Machine's

@@ -214,3 +214,37 @@ func TestEmptyGroupsAreCleanedUp(t *testing.T) {
 		t.Errorf("groups left %+v, want only the user's %s (leaked was %s)", left, user, leaked)
 	}
 }
+
+// Each sweep lists the cluster's servers unless they were listed since the
+// last sweep ended (by the Machines' reconciles, through the shared view):
+// a settled cluster costs the account one list per sweep, not one or none
+// depending on which of two lists an interval apart began a moment later.
+func TestEachSweepListsUnlessTheViewListedSince(t *testing.T) {
+	e := start(t)
+	h := e.Emulator.Harness()
+	j := e.janitor(t, janitor.Options{Interval: time.Hour})
+	acc, err := e.accounts.Get("test", *e.Cloud(token).DefaultCredentials())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const list = "GET /v1/servers"
+	before := h.Count(list)
+	for range 2 {
+		if _, err := j.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.Count(list) - before; n != 2 {
+		t.Errorf("two sweeps listed the servers %d times, want twice", n)
+	}
+	// A list of the Machines' since: the next sweep takes it.
+	if _, err := acc.View(fixture.ClusterID).MachineNow(context.Background(), "worker-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Count(list) - before; n != 3 {
+		t.Errorf("the sweeps and a Machine's lookup listed the servers %d times, want 3 (the sweep after the lookup takes its list)", n)
+	}
+}

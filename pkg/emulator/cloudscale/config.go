@@ -47,6 +47,10 @@ type Config struct {
 	Faults []harness.Rule
 	Seed   int64
 
+	// NoWriteAudit leaves the write audit out (harness.Options): the
+	// benchmarks, whose accounts it would slow as they grow.
+	NoWriteAudit bool
+
 	// Clock replaces time.Now, so tests can drive the asynchronous life
 	// cycle without sleeping.
 	Clock func() time.Time

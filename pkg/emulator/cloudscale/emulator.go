@@ -75,8 +75,9 @@ func New(cfg Config) (*Emulator, error) {
 		ErrorBody: func(_ int, msg string) any {
 			return map[string]string{"detail": msg}
 		},
-		AdminAuth: e.adminAuthorized,
-		Echo:      echo,
+		AdminAuth:    e.adminAuthorized,
+		Echo:         echo,
+		NoWriteAudit: cfg.NoWriteAudit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fault rules: %w", err)

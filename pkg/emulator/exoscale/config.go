@@ -49,6 +49,10 @@ type Config struct {
 	Faults []harness.Rule
 	Seed   int64
 
+	// NoWriteAudit leaves the write audit out (harness.Options): the
+	// benchmarks, whose accounts it would slow as they grow.
+	NoWriteAudit bool
+
 	// OperationFailures make operations end in "failure" instead of
 	// "success" (the cloud accepted the request and then could not do it).
 	OperationFailures []OperationFailure

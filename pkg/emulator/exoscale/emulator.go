@@ -124,10 +124,11 @@ func New(cfg Config) (*Emulator, error) {
 		ErrorBody: func(_ int, msg string) any {
 			return map[string]string{"message": msg}
 		},
-		Route:     e.routeName,
-		Zone:      requestZone,
-		AdminAuth: e.adminAuthorized,
-		Echo:      echo,
+		Route:        e.routeName,
+		Zone:         requestZone,
+		AdminAuth:    e.adminAuthorized,
+		Echo:         echo,
+		NoWriteAudit: cfg.NoWriteAudit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fault rules: %w", err)

@@ -186,8 +186,12 @@ type WriteOf struct {
 // BeginWrite starts auditing a write to world, a pointer to the struct
 // whose map fields (string IDs to objects) are the account's collections:
 // every such field is audited, a collection added later too, except the
-// kinds WriteOf.Skip names.
+// kinds WriteOf.Skip names. Nil, and nothing recorded, with
+// Options.NoWriteAudit.
 func (h *Harness) BeginWrite(world any, r *http.Request, of WriteOf) *AuditWrite {
+	if h.noAudit {
+		return nil
+	}
 	aw := &AuditWrite{audit: &h.audit, skip: of.Skip, near: map[string]nearObject{}}
 	aw.w = Write{Time: time.Now(), Method: r.Method, Route: of.Route, Path: r.URL.Path, Caller: of.Caller, Agent: r.UserAgent()}
 	aw.before, aw.counts = index(world, of.Skip)

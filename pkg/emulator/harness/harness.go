@@ -52,6 +52,11 @@ type Options struct {
 	// /metrics, which otherwise get 401: an emulator that requires
 	// credentials for its API requires them for these too.
 	AdminAuth func(*http.Request) bool
+	// NoWriteAudit leaves the write audit (audit.go) out: BeginWrite
+	// returns nil. Its cost grows with the account (every write indexes
+	// it), which would distort a benchmark of the provider; tests of
+	// ownership keep it on.
+	NoWriteAudit bool
 }
 
 // Harness serves an emulated API through fault injection and request
@@ -73,8 +78,10 @@ type Harness struct {
 	rng    *rand.Rand
 	counts map[string]int64
 
-	// audit records every write the emulated API answers (audit.go).
-	audit Audit
+	// audit records every write the emulated API answers (audit.go),
+	// unless noAudit.
+	audit   Audit
+	noAudit bool
 }
 
 // New mounts api, whose routes must be registered with a method
@@ -95,6 +102,7 @@ func New(api *http.ServeMux, opts Options) (*Harness, error) {
 		registry:  prometheus.NewRegistry(),
 		rng:       rand.New(rand.NewSource(seed)),
 		counts:    map[string]int64{},
+		noAudit:   opts.NoWriteAudit,
 	}
 	if h.errorBody == nil {
 		h.errorBody = func(_ int, msg string) any { return map[string]string{"message": msg} }
