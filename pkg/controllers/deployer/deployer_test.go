@@ -260,7 +260,10 @@ func TestController(t *testing.T) {
 		if repaired.UID != second.UID {
 			t.Errorf("Deployment was recreated, want it repaired in place")
 		}
-		// Fields the deployer does not set stay as others set them.
+		// Fields the deployer does not set stay as others set them: after
+		// the reconcile the change causes (a Deployment's annotations are
+		// watched), the annotation is still there.
+		before := e.reconciles()
 		err = retryConflict(func() error {
 			d := e.getDeployment()
 			if d.Annotations == nil {
@@ -270,7 +273,10 @@ func TestController(t *testing.T) {
 			return e.c.Update(e.ctx, d)
 		})
 		e.must(err)
-		time.Sleep(time.Second)
+		e.poll("a reconcile after the annotation", func() (bool, string) {
+			n := e.reconciles()
+			return n > before, fmt.Sprintf("%v reconciles, %v before", n, before)
+		})
 		if got := e.getDeployment().Annotations["example.com/note"]; got != "kept" {
 			t.Errorf("a foreign annotation was removed")
 		}
