@@ -245,7 +245,13 @@ func (c *Controller) need(ctx context.Context, secret string, ic cloud.ImageClie
 			missing = append(missing, z)
 		}
 	}
-	key := secret + "|" + n.Key() + "|" + strings.Join(n.Zones, ",")
+	// One import of an image at a time, whatever zones the MachineSets add
+	// while it runs: a second one would make the image a second time (a
+	// cloudscale.ch custom image under the next slug, an Exoscale template
+	// registered again). The zones it did not cover are imported by the
+	// pass after it ended; a failed one waits for its retry, unless zones it
+	// never tried are missing (one zone's fault does not hold another's).
+	key := secret + "|" + n.Key()
 	// The verdicts come from the jobs as they were before the images were
 	// listed (seen): a job that ended since has changed the cloud after
 	// the list (an image deleted for its checksum, another made), so its
@@ -255,7 +261,8 @@ func (c *Controller) need(ctx context.Context, secret string, ic cloud.ImageClie
 	job := c.imports[key]
 	now := c.o.Now()
 	changedSince := job != nil && (!wasKnown || was.running) && !job.running
-	start := len(missing) > 0 && !changedSince && (job == nil || (!job.running && (job.err == nil || !now.Before(job.retryAt))))
+	start := len(missing) > 0 && !changedSince && (job == nil ||
+		(!job.running && (job.err == nil || !now.Before(job.retryAt) || !subset(missing, job.zones))))
 	if start {
 		if job == nil {
 			job = &importJob{}
@@ -306,6 +313,16 @@ func (c *Controller) need(ctx context.Context, secret string, ic cloud.ImageClie
 			c.condition(ctx, m, corev1.ConditionFalse, ReasonImporting, fmt.Sprintf("boots %s; RHCOS %s (%s, %s) is not in zone %s yet", m.Ref, n.Image.RHCOS, m.Stream, m.Arch, m.Zone))
 		}
 	}
+}
+
+// subset reports whether every zone of a is in b.
+func subset(a, b []string) bool {
+	for _, z := range a {
+		if !slices.Contains(b, z) {
+			return false
+		}
+	}
+	return true
 }
 
 // jobs copies the import jobs' states.

@@ -329,11 +329,15 @@ func TestBootImagesFollowTheRelease(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := mk(t)
 			start(t, w, bootimagesctl.Options{RecordSkew: true, PruneAfter: time.Second, RetryAfter: time.Hour})
-			w.release("4.22.1", map[string]string{"rhel-9": "9.6.20260101-0", "rhel-10": "10.1.20260102-0"}, nil)
+			// The MachineSets first, then the release: the first pass that
+			// can import sees every zone. (One that saw fewer would import
+			// again, once the first import ended, for all the zones under
+			// the next name: two images, as a MachineSet in a new zone makes.)
 			w.machineSet("follow", w.zones[0], map[string]string{bootimages.FollowLabel: "true"}, false)
 			w.machineSet("rhel10", w.zones[1], map[string]string{bootimages.FollowLabel: "true", bootimages.LabelOSStream: "rhel-10"}, false)
 			w.machineSet("stay", w.zones[1], nil, false)
 			w.machineSet("argo", w.zones[0], map[string]string{bootimages.FollowLabel: "true"}, true)
+			w.release("4.22.1", map[string]string{"rhel-9": "9.6.20260101-0", "rhel-10": "10.1.20260102-0"}, nil)
 
 			a9 := bootimages.BootImageName("9.6.20260101-0", "rhel-9", "amd64", clusterID)
 			a10 := bootimages.BootImageName("10.1.20260102-0", "rhel-10", "amd64", clusterID)

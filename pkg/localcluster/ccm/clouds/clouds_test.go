@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	emucs "github.com/appuio/machine-api-provider/pkg/emulator/cloudscale"
@@ -390,8 +391,18 @@ func testCCM(t *testing.T, cc cloudCase, rec *statuses) {
 	// The server is stopped, and its kubelet with it: NotReady, as the
 	// node controller would mark it. The CCM taints the Node shut down.
 	cc.stop(t, id)
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	// The CCM writes the Node too (its addresses, every status sync): the
+	// condition goes onto the Node as it is now.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "worker-a", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, ctx, proc, "node worker-a tainted shut down", func() (*corev1.Node, bool) {
