@@ -29,8 +29,9 @@ const (
 )
 
 // demoCRDDirs are the directories of the openshift/api module whose CRDs
-// the demo installs (pkg/demo/crds.go names the files).
-var demoCRDDirs = []string{"machine/v1beta1/zz_generated.crd-manifests", "config/v1/zz_generated.crd-manifests"}
+// the demo installs (pkg/demo/crds.go names the files; operator/v1 for
+// MachineConfiguration, the boot-image skew record).
+var demoCRDDirs = []string{"machine/v1beta1/zz_generated.crd-manifests", "config/v1/zz_generated.crd-manifests", "operator/v1/zz_generated.crd-manifests"}
 
 // DemoOptions describe the demo image.
 type DemoOptions struct {

@@ -473,6 +473,7 @@ func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute st
 		before[m.Name] = true
 	}
 	ca := e.rotateCA("worker", mcsHost)
+	servers := len(e.Servers())
 	e.Harness().ResetRequests()
 	for _, want := range []int32{n + 1, n} {
 		e.scale(ms, want)
@@ -498,6 +499,12 @@ func (e *env) scalesLikeAnyOther(ms string, n int32, createRoute, deleteRoute st
 	if c, d := e.Harness().Count(createRoute), e.Harness().Count(deleteRoute); c != 1 || d != 1 {
 		e.t.Errorf("scaling %s %d -> %d -> %d: %d creates, %d deletes, want 1 and 1", ms, n, n+1, n, c, d)
 	}
+	// The scale-down is over once the cloud no longer has the server: an
+	// Exoscale instance is destroyed after its delete was answered.
+	e.eventually(2*time.Minute, "the removed Machine's server gone from the cloud", func() (bool, string) {
+		have := len(e.Servers())
+		return have == servers, fmt.Sprintf("%d servers, %d before the scale-up", have, servers)
+	})
 }
 
 // machinesOf lists a MachineSet's Machines.
