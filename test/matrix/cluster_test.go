@@ -167,9 +167,7 @@ func (c *cell) openShift() {
 			t.Fatal(err)
 		}
 	}
-	must(c.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))
-	// where the console reads dashboards (the overlays ship one)
-	must(c.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-config-managed"}}))
+	must(testenv.CreateOpenShiftNamespaces(ctx, c.admin))
 	infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
 	infra.Spec.PlatformSpec = configv1.PlatformSpec{Type: configv1.ExternalPlatformType, External: &configv1.ExternalPlatformSpec{PlatformName: c.cloud}}
 	must(c.admin.Create(ctx, infra))

@@ -32,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/appuio/machine-api-provider/pkg/bootimages"
 	"github.com/appuio/machine-api-provider/pkg/controllers/deployer"
 	"github.com/appuio/machine-api-provider/pkg/manager"
 	"github.com/appuio/machine-api-provider/pkg/testenv"
@@ -223,14 +222,10 @@ func applyRank(u *unstructured.Unstructured) int {
 func openShift(t *testing.T, c client.Client) {
 	t.Helper()
 	ctx := t.Context()
+	if err := testenv.CreateOpenShiftNamespaces(ctx, c); err != nil {
+		t.Fatal(err)
+	}
 	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}},
-		// where the console reads dashboards
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-config-managed"}},
-		// the machine-config-operator's, where the release's boot images are
-		// read (install-<cloud>.yaml holds a Role there); every OpenShift
-		// cluster has it, no install creates it
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bootimages.Namespace}},
 		&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: deployer.ImagesConfigMap, Namespace: Namespace},
 			Data: map[string]string{deployer.ImagesKey: `{"machineAPIOperator": "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:` + strings.Repeat("1", 64) + `",
