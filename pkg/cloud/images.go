@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
@@ -138,4 +139,15 @@ func WithSpecField(ps machinev1.ProviderSpec, key string, v any) (machinev1.Prov
 	out.Value.Raw = raw
 	out.Value.Object = nil
 	return out, nil
+}
+
+// CoversZones reports whether have holds every zone of want: an image in
+// the zones have is usable wherever want asks for it.
+func CoversZones(have, want []string) bool {
+	for _, z := range want {
+		if !slices.Contains(have, z) {
+			return false
+		}
+	}
+	return true
 }

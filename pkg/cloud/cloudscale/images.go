@@ -75,15 +75,6 @@ func (c *Client) ListBootImages(ctx context.Context, clusterID string) ([]cloud.
 	return out, nil
 }
 
-func covers(have, want []string) bool {
-	for _, z := range want {
-		if !slices.Contains(have, z) {
-			return false
-		}
-	}
-	return true
-}
-
 // ImportBootImage imports src into zones, or finds it there.
 func (c *Client) ImportBootImage(ctx context.Context, clusterID string, src cloud.BootImageSource, zones []string) ([]cloud.BootImage, error) {
 	all, err := c.listCustomImages(ctx)
@@ -94,7 +85,7 @@ func (c *Client) ImportBootImage(ctx context.Context, clusterID string, src clou
 	for _, im := range all {
 		slugs[im.Slug] = true
 		if ourImage(im.Tags, clusterID) && im.Tags[TagBootImageRHCOS] == src.RHCOS && im.Tags[TagBootImageStream] == src.Stream &&
-			im.Tags[TagBootImageArch] == src.Arch && covers(bootImageOf(im).Zones, zones) {
+			im.Tags[TagBootImageArch] == src.Arch && cloud.CoversZones(bootImageOf(im).Zones, zones) {
 			return []cloud.BootImage{bootImageOf(im)}, nil
 		}
 	}
@@ -175,7 +166,7 @@ func (c *Client) ImportBootImage(ctx context.Context, clusterID string, src clou
 			fmt.Errorf("custom image %s imported from %s has sha256 %s, the release's stream says %s: deleted again", im.Slug, src.URL, got, src.SHA256), derr)}
 	}
 	b := bootImageOf(*im)
-	if !covers(b.Zones, zones) {
+	if !cloud.CoversZones(b.Zones, zones) {
 		return nil, &cloud.BootImageError{Reason: cloud.ReasonZoneUnavailable, Err: fmt.Errorf("custom image %s is in zones %v, not all of %v", im.Slug, b.Zones, zones)}
 	}
 	return []cloud.BootImage{b}, nil

@@ -262,7 +262,7 @@ func (c *Controller) need(ctx context.Context, secret string, ic cloud.ImageClie
 	now := c.o.Now()
 	changedSince := job != nil && (!wasKnown || was.running) && !job.running
 	start := len(missing) > 0 && !changedSince && (job == nil ||
-		(!job.running && (job.err == nil || !now.Before(job.retryAt) || !subset(missing, job.zones))))
+		(!job.running && (job.err == nil || !now.Before(job.retryAt) || !cloud.CoversZones(job.zones, missing))))
 	if start {
 		if job == nil {
 			job = &importJob{}
@@ -313,16 +313,6 @@ func (c *Controller) need(ctx context.Context, secret string, ic cloud.ImageClie
 			c.condition(ctx, m, corev1.ConditionFalse, ReasonImporting, fmt.Sprintf("boots %s; RHCOS %s (%s, %s) is not in zone %s yet", m.Ref, n.Image.RHCOS, m.Stream, m.Arch, m.Zone))
 		}
 	}
-}
-
-// subset reports whether every zone of a is in b.
-func subset(a, b []string) bool {
-	for _, z := range a {
-		if !slices.Contains(b, z) {
-			return false
-		}
-	}
-	return true
 }
 
 // jobs copies the import jobs' states.
