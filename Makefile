@@ -156,7 +156,8 @@ bench-fleet: tools build
 # docs/benchmarks.md: both benchmarks at 100 and 1000 Machines and 1, 5, 20
 # clusters, twice each, on this machine as it is, then the page from their
 # sections (BENCH_DOCS_DIR). BENCH_DOCS_RUN=0 writes the page from the
-# sections of an earlier run.
+# sections of an earlier run; a notes.md beside them, if any, ends the page
+# (say there how the run differed from this target's).
 BENCH_DOCS_DIR ?= $(OUTPUT_DIR)/bench
 BENCH_DOCS_RUN ?= 1
 .PHONY: bench-docs

@@ -14,7 +14,7 @@ import (
 
 // docs/benchmarks.md is made by `make bench-docs` from what the benchmarks
 // write into BENCH_DOCS_DIR: each its section (scale.md, fleet.md), with
-// the machine it ran on. TestBenchmarksPage puts the page together when
+// the machine it ran on, and notes.md if someone wrote one there. TestBenchmarksPage puts the page together when
 // BENCH_DOCS_WRITE is set, and checks its shape always: a figure the
 // benchmarks print is a column of the page's tables.
 
@@ -119,8 +119,8 @@ const pageHead = `# Benchmarks
 
 The figures of ` + "`make bench`" + ` (a MachineSet 0 → N → 0 through the shipped manager binary) and
 ` + "`make bench-fleet`" + ` (N clusters in one cloud account), as ` + "`make bench-docs`" + ` last measured them on
-the machine named below: each benchmark twice, one run after the other, on a machine that other
-work keeps busy. This page is written by ` + "`make bench-docs`" + `; do not edit it by hand.
+the machine named below: each benchmark twice, one run after the other; each section says how
+busy the machine was meanwhile (its load average and how busy its cores were). This page is written by ` + "`make bench-docs`" + `; do not edit it by hand.
 
 ` + "```sh" + `
 make bench-docs       # both benchmarks, twice each (about an hour and a half on 2 cores), then this page
@@ -181,6 +181,14 @@ func TestBenchmarksPage(t *testing.T) {
 			}
 			text.WriteString("\n")
 			text.Write(b)
+		}
+		// notes.md, if there, says how this page's run differed from a
+		// full make bench-docs (steps run apart, beside other work, left out).
+		if b, err := os.ReadFile(filepath.Join(dir, "notes.md")); err == nil {
+			text.WriteString("\n")
+			text.Write(b)
+		} else if !os.IsNotExist(err) {
+			t.Fatal(err)
 		}
 		if err := os.WriteFile(page, []byte(text.String()), 0o644); err != nil {
 			t.Fatal(err)
