@@ -123,7 +123,7 @@ the machine named below: each benchmark twice, one run after the other; each sec
 busy the machine was meanwhile (its load average and how busy its cores were). This page is written by ` + "`make bench-docs`" + `; do not edit it by hand.
 
 ` + "```sh" + `
-make bench-docs       # both benchmarks, twice each (about an hour and a half on 2 cores), then this page
+make bench-docs       # both benchmarks, twice each (about three hours on 2 cores), then this page
 make bench BENCH_SIZES=100,1000 BENCH_RUNS=2
 make bench-fleet BENCH_RUNS=2
 ` + "```" + `
