@@ -86,14 +86,17 @@ test-hack: $(KUSTOMIZE)
 
 # gofmt (fails if any file is listed), go vet and staticcheck.
 .PHONY: lint
+# go mod download first, quietly: go vet would print each module it
+# fetches (go: downloading ...) among its findings.
 lint: staticcheck
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard -- '*.go')); \
 	if [[ -n "$$unformatted" ]]; then \
 		echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$unformatted"; exit 1; \
 	fi
+	$(GO) mod download
 	$(GO) vet ./...
 	$(BIN_DIR)/staticcheck ./...
-	for m in hack/image hack/release; do (cd $$m && $(GO) vet ./... && $(BIN_DIR)/staticcheck ./...) || exit 1; done
+	for m in hack/image hack/release; do (cd $$m && $(GO) mod download && $(GO) vet ./... && $(BIN_DIR)/staticcheck ./...) || exit 1; done
 
 .PHONY: build
 build: $(BIN_DIR)/machine-api-provider
@@ -157,13 +160,14 @@ bench-fleet: tools build
 # clusters, twice each, on this machine as it is, then the page from their
 # sections (BENCH_DOCS_DIR). BENCH_DOCS_RUN=0 writes the page from the
 # sections of an earlier run; a notes.md beside them, if any, ends the page
-# (say there how the run differed from this target's).
+# (say there how the run differed from this target's; a full run removes it).
 BENCH_DOCS_DIR ?= $(OUTPUT_DIR)/bench
 BENCH_DOCS_RUN ?= 1
 .PHONY: bench-docs
 bench-docs: tools build
 	mkdir -p $(BENCH_DOCS_DIR)
 	if [[ "$(BENCH_DOCS_RUN)" != 0 ]]; then \
+		rm -f $(BENCH_DOCS_DIR)/notes.md; \
 		BENCH_DOCS_DIR=$(BENCH_DOCS_DIR) BENCH_SIZES=100,1000 BENCH_RUNS=2 CLOUD=$(BENCH_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) \
 			$(GO) test -run '^$$' -bench 'BenchmarkScale$$' -benchtime 1x -timeout 300m ./test/bench/ | tee $(BENCH_DOCS_DIR)/scale.log; \
 		BENCH_DOCS_DIR=$(BENCH_DOCS_DIR) FLEET_CLUSTERS=1,5,20 FLEET_MACHINES=50 BENCH_RUNS=2 CLOUD=$(BENCH_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR) \

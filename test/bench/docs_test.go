@@ -14,9 +14,10 @@ import (
 
 // docs/benchmarks.md is made by `make bench-docs` from what the benchmarks
 // write into BENCH_DOCS_DIR: each its section (scale.md, fleet.md), with
-// the machine it ran on, and notes.md if someone wrote one there. TestBenchmarksPage puts the page together when
-// BENCH_DOCS_WRITE is set, and checks its shape always: a figure the
-// benchmarks print is a column of the page's tables.
+// the machine it ran on, and notes.md if someone wrote one there.
+// TestBenchmarksPage puts the page together when BENCH_DOCS_WRITE is set,
+// and checks its shape always: a figure the benchmarks print is a column of
+// the page's tables.
 
 // benchDocsDir is where the benchmarks write their sections; "" for
 // nowhere.
@@ -120,7 +121,8 @@ const pageHead = `# Benchmarks
 The figures of ` + "`make bench`" + ` (a MachineSet 0 → N → 0 through the shipped manager binary) and
 ` + "`make bench-fleet`" + ` (N clusters in one cloud account), as ` + "`make bench-docs`" + ` last measured them on
 the machine named below: each benchmark twice, one run after the other; each section says how
-busy the machine was meanwhile (its load average and how busy its cores were). This page is written by ` + "`make bench-docs`" + `; do not edit it by hand.
+busy the machine was meanwhile (its load average and how busy its cores were). This page is
+written by ` + "`make bench-docs`" + `; do not edit it by hand.
 
 ` + "```sh" + `
 make bench-docs       # both benchmarks, twice each (about three hours on 2 cores), then this page
@@ -161,6 +163,56 @@ make bench-fleet BENCH_RUNS=2
   measures the machine as much as the provider.
 `
 
+// assemblePage is docs/benchmarks.md from the sections in dir: the head,
+// scale.md and fleet.md (both needed), then notes.md if there, which says
+// how this page's run differed from a full make bench-docs.
+func assemblePage(dir string) (string, error) {
+	var text strings.Builder
+	text.WriteString(pageHead)
+	for _, name := range []string{"scale.md", "fleet.md", "notes.md"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if name == "notes.md" && os.IsNotExist(err) {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		text.WriteString("\n")
+		text.Write(b)
+	}
+	return text.String(), nil
+}
+
+// TestAssemblePage: the sections in their order, notes last and only when
+// there, a missing section an error.
+func TestAssemblePage(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("scale.md", "SCALE\n")
+	if _, err := assemblePage(dir); err == nil {
+		t.Error("a page without fleet.md was assembled")
+	}
+	write("fleet.md", "FLEET\n")
+	page, err := assemblePage(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := pageHead + "\nSCALE\n\nFLEET\n"; page != want {
+		t.Errorf("without notes.md the page ends %q, want %q", page[len(pageHead):], want[len(pageHead):])
+	}
+	write("notes.md", "NOTES\n")
+	if page, err = assemblePage(dir); err != nil {
+		t.Fatal(err)
+	}
+	if want := pageHead + "\nSCALE\n\nFLEET\n\nNOTES\n"; page != want {
+		t.Errorf("with notes.md the page ends %q, want %q", page[len(pageHead):], want[len(pageHead):])
+	}
+}
+
 // TestBenchmarksPage writes docs/benchmarks.md from the benchmarks'
 // sections when BENCH_DOCS_WRITE is set, and checks the page's shape: its
 // tables have every figure the benchmarks print as a column, and it says
@@ -172,25 +224,11 @@ func TestBenchmarksPage(t *testing.T) {
 		if dir == "" {
 			t.Fatal("BENCH_DOCS_WRITE needs BENCH_DOCS_DIR, where the benchmarks wrote their sections")
 		}
-		var text strings.Builder
-		text.WriteString(pageHead)
-		for _, name := range []string{"scale.md", "fleet.md"} {
-			b, err := os.ReadFile(filepath.Join(dir, name))
-			if err != nil {
-				t.Fatalf("%v: run the benchmark first (make bench-docs does)", err)
-			}
-			text.WriteString("\n")
-			text.Write(b)
+		text, err := assemblePage(dir)
+		if err != nil {
+			t.Fatalf("%v: run the benchmark first (make bench-docs does)", err)
 		}
-		// notes.md, if there, says how this page's run differed from a
-		// full make bench-docs (steps run apart, beside other work, left out).
-		if b, err := os.ReadFile(filepath.Join(dir, "notes.md")); err == nil {
-			text.WriteString("\n")
-			text.Write(b)
-		} else if !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(page, []byte(text.String()), 0o644); err != nil {
+		if err := os.WriteFile(page, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
