@@ -113,7 +113,13 @@ type Actuator struct {
 	// deleted remembers when Delete last succeeded for the existence
 	// check that follows it.
 	deleted sync.Map // types.UID -> time.Time
-	backoff backoffs
+	// recorded remembers the server this process last recorded on each
+	// Machine. The machine controller's cache can be behind that write: a
+	// reconcile queued by an earlier write of the same Machine (the create
+	// intent) runs from a copy without the provider ID. That server is the
+	// Machine's own, just recorded, not one adopted.
+	recorded sync.Map // types.UID -> server ID
+	backoff  backoffs
 	// createSlots holds a token for each create in flight.
 	createSlots chan struct{}
 }
@@ -376,7 +382,7 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 	if err != nil {
 		return a.fail(m, "FailedUpdate", err)
 	}
-	if a.recordedID(m) == "" {
+	if a.recordedID(m) == "" && !a.justRecorded(m, server.ID) {
 		// Made by an earlier attempt whose answer was lost, or by a
 		// manager that stopped before it could record it.
 		a.recorder.Eventf(m, corev1.EventTypeNormal, "Adopted", "Found %s server %s of this Machine, created earlier", a.cloud.Name(), server.ID)
@@ -444,6 +450,7 @@ func (a *Actuator) forgetState(m *machinev1.Machine) {
 	a.settled.Delete(m.UID)
 	a.unreadable.Delete(m.UID)
 	a.serversGone.Delete(m.UID)
+	a.recorded.Delete(m.UID)
 	a.backoff.reset(m.UID)
 }
 

@@ -166,9 +166,7 @@ func TestMachineBecomesServer(t *testing.T) {
 	if err := json.Unmarshal(m.Status.ProviderStatus.Raw, &st); err != nil || st.InstanceID != s.UUID || st.Status != "running" {
 		t.Errorf("providerStatus %s, want instanceId %s status running (%v)", m.Status.ProviderStatus.Raw, s.UUID, err)
 	}
-	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "Normal Created") {
-		t.Errorf("no Created event:\n%s", fixture.EventText(e.Events(t, "worker-a")))
-	}
+	e.AwaitEvent(t, "worker-a", "Normal Created")
 	if n := e.Emulator.Harness().Count(createPOST); n != 1 {
 		t.Errorf("%d server create calls, want 1", n)
 	}
@@ -228,9 +226,7 @@ func TestDeleteRemovesServer(t *testing.T) {
 			t.Errorf("%d servers of %s left", n, name)
 		}
 	}
-	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "Normal Deleted") {
-		t.Errorf("no Deleted event for worker-a:\n%s", fixture.EventText(e.Events(t, "worker-a")))
-	}
+	e.AwaitEvent(t, "worker-a", "Normal Deleted")
 }
 
 func TestLostCreateResponseMakesOneServer(t *testing.T) {
@@ -247,9 +243,7 @@ func TestLostCreateResponseMakesOneServer(t *testing.T) {
 	if n := e.Emulator.Harness().Count(createPOST); n != 1 {
 		t.Errorf("%d create calls, want 1: the server must be found again, not made again", n)
 	}
-	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "Adopted") {
-		t.Errorf("no Adopted event:\n%s", fixture.EventText(e.Events(t, "worker-a")))
-	}
+	e.AwaitEvent(t, "worker-a", "Adopted")
 }
 
 func TestManagerRestartMidCreateMakesOneServer(t *testing.T) {
@@ -328,9 +322,7 @@ func TestImmutableChangeAsksForReplacement(t *testing.T) {
 		}
 		return false, fmt.Errorf("conditions %v", st.Conditions)
 	})
-	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "ReplacementRequired") {
-		t.Errorf("no ReplacementRequired event:\n%s", fixture.EventText(e.Events(t, "worker-a")))
-	}
+	e.AwaitEvent(t, "worker-a", "ReplacementRequired")
 	// Tags are mutable: they follow the spec; the flavor stays.
 	fixture.Eventually(t, 30*time.Second, "server tags in sync", func() (bool, error) {
 		s := serversOf(t, e, "worker-a")
@@ -365,9 +357,8 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 	if n := len(serversOf(t, e, "worker-a")); n != 1 {
 		t.Errorf("%d servers, want 1", n)
 	}
-	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "CreatePending") {
-		t.Errorf("no CreatePending event after the 503:\n%s", fixture.EventText(e.Events(t, "worker-a")))
-	}
+	// A CreatePending event after the 503.
+	e.AwaitEvent(t, "worker-a", "CreatePending")
 	events := fixture.EventText(e.Events(t, "worker-a"))
 	if !regexp.MustCompile(`retrying in 1(\.\d+)?s`).MatchString(events) {
 		t.Errorf("the 429's Retry-After is not honoured in the events:\n%s", events)

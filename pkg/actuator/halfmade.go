@@ -67,6 +67,7 @@ func (a *Actuator) undoHalfMade(ctx context.Context, s *scope, server *cloud.Ser
 // create under way: the provider ID, addresses, instance ID and state, and
 // the create intent.
 func (a *Actuator) unrecord(ctx context.Context, m *machinev1.Machine) error {
+	a.recorded.Delete(m.UID)
 	original := m.DeepCopy()
 	m.Spec.ProviderID = nil
 	delete(m.Annotations, CreateIntentAnnotation)

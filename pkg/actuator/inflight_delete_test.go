@@ -2,7 +2,6 @@ package actuator_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +41,6 @@ func TestMachineDeletedWhileItsCreateIsInFlightLeavesNoServer(t *testing.T) {
 	if n := e.Emulator.Harness().Count(createPOST); n != 1 {
 		t.Errorf("%d create calls, want 1", n)
 	}
-	if events := fixture.EventText(e.Events(t, "worker-a")); !strings.Contains(events, "DeletePending") {
-		t.Errorf("no DeletePending event saying why the Machine waits:\n%s", events)
-	}
+	// A DeletePending event says why the Machine waits.
+	e.AwaitEvent(t, "worker-a", "DeletePending")
 }

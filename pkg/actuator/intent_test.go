@@ -2,7 +2,6 @@ package actuator_test
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,10 +39,8 @@ func TestCreateOutlivingItsManagerMakesOneServer(t *testing.T) {
 	if n := e.Emulator.Harness().Count(createPOST); n != 1 {
 		t.Errorf("%d create calls, want 1: the second manager must wait for the first create", n)
 	}
-	events := fixture.EventText(e.Events(t, "worker-a"))
-	if !strings.Contains(events, "CreatePending") || !strings.Contains(events, "Adopted") {
-		t.Errorf("want CreatePending, then Adopted:\n%s", events)
-	}
+	e.AwaitEvent(t, "worker-a", "CreatePending")
+	e.AwaitEvent(t, "worker-a", "Adopted")
 	if _, ok := getMachine(t, e, "worker-a").Annotations[actuator.CreateIntentAnnotation]; ok {
 		t.Error("the create intent stayed after the server was recorded")
 	}

@@ -55,9 +55,8 @@ func TestMachineQueuedForACreateIsNotHeldAfterARestart(t *testing.T) {
 	if n := h.Count(createPOST); n != 2 {
 		t.Errorf("%d creates, want 2: worker-a's, once, and worker-b's", n)
 	}
-	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "CreatePending") {
-		t.Error("worker-a did not say it waits for its earlier create")
-	}
+	// worker-a says it waits for its earlier create.
+	e.AwaitEvent(t, "worker-a", "CreatePending")
 }
 
 // The Machines waiting for creates in flight after a restart look for their

@@ -140,7 +140,18 @@ func (a *Actuator) record(ctx context.Context, s *scope, server *cloud.Server, d
 	if server.Running && !wasReady {
 		metrics.ObserveProvisioning(a.cloud.Name(), a.now().Sub(m.CreationTimestamp.Time))
 	}
-	return a.patch(ctx, original, m)
+	if err := a.patch(ctx, original, m); err != nil {
+		return err
+	}
+	a.recorded.Store(m.UID, server.ID)
+	return nil
+}
+
+// justRecorded reports whether this process recorded the server on the
+// Machine, which the copy m (from a cache behind that write) does not show.
+func (a *Actuator) justRecorded(m *machinev1.Machine, id string) bool {
+	v, ok := a.recorded.Load(m.UID)
+	return ok && v.(string) == id
 }
 
 // patch writes the Machine's metadata and spec, then its status, each as a

@@ -181,8 +181,12 @@ func testBootImagesFollowTheRelease(t *testing.T, cloud string) {
 	if !strings.Contains(ref(follow), a9) || !strings.Contains(ref(rhel10), a10) || ref(stay) != seeded {
 		t.Fatalf("after release A: follow %s, rhel10 %s, stay %s", ref(follow), ref(rhel10), ref(stay))
 	}
-	if events(follow, bootimagesctl.ReasonUpdated) != 1 || events(rhel10, bootimagesctl.ReasonUpdated) != 1 {
-		t.Errorf("update events: follow %d, rhel10 %d", events(follow, bootimagesctl.ReasonUpdated), events(rhel10, bootimagesctl.ReasonUpdated))
+	for _, ms := range []string{follow, rhel10} {
+		if awaitEvent(t, e.Client, demo.Namespace, ms, bootimagesctl.ReasonUpdated, nil) {
+			if n := events(ms, bootimagesctl.ReasonUpdated); n != 1 {
+				t.Errorf("%s: %d update events, want 1", ms, n)
+			}
+		}
 	}
 
 	// A scale-up boots it.
@@ -305,9 +309,7 @@ func testBootImagesFollowTheRelease(t *testing.T, cloud string) {
 		if c := cond(follow); c == nil || c.Reason != bootimagesctl.ReasonCurrent {
 			t.Fatalf("follow after another zone's failure: %+v", c)
 		}
-		if events(zoneMS, cloudpkg.ReasonZoneUnavailable) == 0 {
-			t.Error("no ZoneUnavailable event")
-		}
+		awaitEvent(t, e.Client, demo.Namespace, zoneMS, cloudpkg.ReasonZoneUnavailable, nil)
 	} else {
 		waitReason(zoneMS, bootimagesctl.ReasonCurrent)
 		if !strings.Contains(ref(zoneMS), b9) || !strings.Contains(ref(follow), b9) {
@@ -332,7 +334,6 @@ func testBootImagesFollowTheRelease(t *testing.T, cloud string) {
 	if c.Status != corev1.ConditionFalse || ref(follow) != before9 || ref(rhel10) != before10 {
 		t.Fatalf("after failed imports: %+v; follow %s, rhel10 %s", c, ref(follow), ref(rhel10))
 	}
-	if events(follow, cloudpkg.ReasonChecksumMismatch) == 0 || events(rhel10, cloudpkg.ReasonImportFailed) == 0 {
-		t.Error("no warning events for the failed imports")
-	}
+	awaitEvent(t, e.Client, demo.Namespace, follow, cloudpkg.ReasonChecksumMismatch, nil)
+	awaitEvent(t, e.Client, demo.Namespace, rhel10, cloudpkg.ReasonImportFailed, nil)
 }

@@ -183,6 +183,38 @@ func watch(t *testing.T, e *demo.Env, m *demo.Milestones, timeout time.Duration,
 	return st
 }
 
+// awaitEvent waits up to 30s for an event of reason about the object name
+// (in ns, "" for all) that match (if not nil) accepts: events are recorded
+// asynchronously, so the state they report can be seen before them. If
+// none comes it fails the test, not at once, listing the object's events.
+func awaitEvent(t *testing.T, c client.Client, ns, name, reason string, match func(corev1.Event) bool) bool {
+	t.Helper()
+	var opts []client.ListOption
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var list corev1.EventList
+		err := c.List(context.Background(), &list, opts...)
+		var seen []string
+		for _, ev := range list.Items {
+			if ev.InvolvedObject.Name != name {
+				continue
+			}
+			if ev.Reason == reason && (match == nil || match(ev)) {
+				return true
+			}
+			seen = append(seen, fmt.Sprintf("%s %s %s (%s): %s", ev.InvolvedObject.Kind, ev.Type, ev.Reason, ev.Source.Component, ev.Message))
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no %s event about %s within 30s (last list error: %v); its events:\n%s", reason, name, err, strings.Join(seen, "\n"))
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Machines, servers and Nodes line up: every Machine's NodeInternalDNS is
 // its Node's name, the Node's providerID is the Machine's, and its server
 // is named as the Node (the name the cloudscale.ch CCM finds a Node's

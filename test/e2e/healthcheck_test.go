@@ -152,15 +152,9 @@ func testServerDeletedBehindTheBack(t *testing.T, e *demo.Env, mhc *machinev1.Ma
 		return nodeGone != 0 && failed != 0
 	})
 	// The CCM deleted it, saying why, and nothing else did.
-	var events corev1.EventList
-	if err := e.Client.List(ctx, &events); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(events.Items, func(ev corev1.Event) bool {
-		return ev.InvolvedObject.Kind == "Node" && ev.InvolvedObject.Name == nodeName && ev.Reason == "DeletingNode" && ev.Source.Component == "cloud-node-lifecycle-controller"
-	}) {
-		t.Errorf("no DeletingNode event of the cloud-node-lifecycle-controller for node %s", nodeName)
-	}
+	awaitEvent(t, e.Client, "", nodeName, "DeletingNode", func(ev corev1.Event) bool {
+		return ev.InvolvedObject.Kind == "Node" && ev.Source.Component == "cloud-node-lifecycle-controller"
+	})
 
 	paused(false)
 	var replaced time.Duration

@@ -370,7 +370,5 @@ func TestDuplicateInstances(t *testing.T) {
 	if m := getMachine(t, e, "worker-a"); *m.Spec.ProviderID != "exoscale://"+own {
 		t.Errorf("the Machine moved to %s", *m.Spec.ProviderID)
 	}
-	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "DuplicateServerDeleted") {
-		t.Errorf("no DuplicateServerDeleted event:\n%s", fixture.EventText(e.Events(t, "worker-a")))
-	}
+	e.AwaitEvent(t, "worker-a", "DuplicateServerDeleted")
 }

@@ -270,6 +270,8 @@ func (w *world) waitCondition(name, reason string) *machinev1.Condition {
 	return c
 }
 
+// events are the messages of the events of reason ("" for any, then with
+// the reason) about MachineSet name.
 func (w *world) events(name, reason string) []string {
 	w.t.Helper()
 	var l corev1.EventList
@@ -278,10 +280,27 @@ func (w *world) events(name, reason string) []string {
 	}
 	var out []string
 	for _, e := range l.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason {
+		switch {
+		case e.InvolvedObject.Name != name:
+		case reason == "":
+			out = append(out, e.Reason+": "+e.Message)
+		case e.Reason == reason:
 			out = append(out, e.Message)
 		}
 	}
+	return out
+}
+
+// waitEvents waits for an event of reason about MachineSet name and
+// returns the messages of those there then: events are recorded
+// asynchronously, after the condition they go with is written.
+func (w *world) waitEvents(name, reason string) []string {
+	w.t.Helper()
+	var out []string
+	w.eventually(fmt.Sprintf("an event %s about %s", reason, name), func() (bool, string) {
+		out = w.events(name, reason)
+		return len(out) > 0, fmt.Sprintf("events %q", w.events(name, ""))
+	})
 	return out
 }
 
@@ -360,7 +379,7 @@ func TestBootImagesFollowTheRelease(t *testing.T) {
 			if c := condition(w.get("argo")); !strings.Contains(c.Message, "owner (Application workers)") {
 				t.Errorf("argo's condition does not say why: %s", c.Message)
 			}
-			if ev := w.events("follow", bootimagesctl.ReasonUpdated); len(ev) != 1 || !strings.Contains(ev[0], a9) {
+			if ev := w.waitEvents("follow", bootimagesctl.ReasonUpdated); len(ev) != 1 || !strings.Contains(ev[0], a9) {
 				t.Errorf("follow's events %v", ev)
 			}
 			// rhel-9 into both zones (follow, stay, argo), rhel-10 into one.
@@ -427,10 +446,8 @@ func TestBootImagesFollowTheRelease(t *testing.T) {
 			if w.ref("follow") != before9 || w.ref("rhel10") != before10 {
 				t.Errorf("MachineSets moved after failed imports: %s, %s", w.ref("follow"), w.ref("rhel10"))
 			}
-			if ev := w.events("follow", cloud.ReasonChecksumMismatch); len(ev) == 0 {
-				t.Error("no ChecksumMismatch event")
-			}
-			if ev := w.events("rhel10", cloud.ReasonImportFailed); len(ev) == 0 || !strings.Contains(ev[0], "404") {
+			w.waitEvents("follow", cloud.ReasonChecksumMismatch)
+			if ev := w.waitEvents("rhel10", cloud.ReasonImportFailed); !strings.Contains(ev[0], "404") {
 				t.Errorf("rhel10's ImportFailed events %v", ev)
 			}
 			for _, im := range w.cloudImages() {

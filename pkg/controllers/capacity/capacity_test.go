@@ -357,6 +357,8 @@ func TestController(t *testing.T) {
 		if !got.Status.Conditions[0].LastTransitionTime.Equal(&published.Status.Conditions[0].LastTransitionTime) {
 			t.Error("condition rewritten")
 		}
+		// the first publishing's event, sent asynchronously, then no other
+		e.waitEvent(got, corev1.EventTypeNormal, capacity.ReasonPublished, "")
 		if n := len(e.eventsWithReason(got, capacity.ReasonPublished)); n != 1 {
 			t.Errorf("%d %s events, want 1", n, capacity.ReasonPublished)
 		}
