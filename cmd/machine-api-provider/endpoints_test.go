@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -68,13 +69,34 @@ func TestEndpointsComeOnlyFromTheDeployer(t *testing.T) {
 }
 
 // noValueQuoted fails when a value of the ConfigMap (each of values) is in
-// the deployer's conditions or in an event of the namespace.
+// the deployer's conditions or in an event of the namespace. Each
+// condition's event on the status ConfigMap is recorded after the condition
+// is written: it waits up to 10s for them first, or the events that could
+// quote a value would not be looked at. (The recorder may drop events of an
+// object that had many; one that never comes quotes nothing.)
 func noValueQuoted(t *testing.T, c client.Client, ns string, values ...string) {
 	t.Helper()
 	conds, err := deployer.ReadConditions(context.Background(), c, ns)
 	must(t, err)
 	events := &corev1.EventList{}
-	must(t, c.List(context.Background(), events, client.InNamespace(ns)))
+	var missing []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		must(t, c.List(context.Background(), events, client.InNamespace(ns)))
+		missing = missing[:0]
+		for _, cond := range conds {
+			if !slices.ContainsFunc(events.Items, func(ev corev1.Event) bool {
+				return ev.InvolvedObject.Name == deployer.StatusConfigMap && ev.Reason == cond.Reason && strings.Contains(ev.Message, cond.Message)
+			}) {
+				missing = append(missing, cond.Type)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(missing) > 0 {
+		t.Logf("no event of the conditions %v within 10s; checking the events there are", missing)
+	}
 	for _, v := range values {
 		for _, cond := range conds {
 			if strings.Contains(cond.Message, v) {

@@ -162,7 +162,11 @@ func TestNoSecretAtAnyVerbosity(t *testing.T) {
 		return strings.Contains(serverTags(t, state), `"team":"b"`), nil
 	})
 
-	// What the Machines and their events show is scanned too.
+	// What the Machines and their events show is scanned too, once the
+	// failures' events (recorded after the Machines failed) are there.
+	for _, name := range []string{"worker-broken", "worker-import", "worker-echo"} {
+		e.AwaitEvent(t, name, "Warning ")
+	}
 	var shown strings.Builder
 	for _, name := range []string{"worker-good", "worker-broken", "worker-import", "worker-echo"} {
 		y, _ := yaml.Marshal(get(name))

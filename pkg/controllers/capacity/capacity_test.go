@@ -303,7 +303,11 @@ func TestController(t *testing.T) {
 		// published, the other provider's has been looked at.
 		e.waitPublished(e.create(machineSet("ours", spec("flex-4-2", 0))))
 		e.update(other, func(ms *machinev1.MachineSet) { ms.Spec.Replicas = ptr.To[int32](2) })
-		e.waitPublished(e.create(machineSet("ours-2", spec("flex-4-2", 0))))
+		ours2 := e.create(machineSet("ours-2", spec("flex-4-2", 0)))
+		e.waitPublished(ours2)
+		// The recorder writes events in order: once ours-2's is there,
+		// any about the other provider's would be too.
+		e.waitEvent(ours2, corev1.EventTypeNormal, capacity.ReasonPublished, "")
 
 		got := e.get(other)
 		if len(got.Annotations) != 0 {
@@ -395,6 +399,9 @@ func TestController(t *testing.T) {
 		}
 		ms := e.create(machineSet("transient", spec("flex-16-4", 0)))
 		e.waitPublished(ms)
+		// Events are written in order: an Unknown one of the failures
+		// would be there before the Published one.
+		e.waitEvent(ms, corev1.EventTypeNormal, capacity.ReasonPublished, "")
 		if fired := e.emu.Harness().Rules()[0].Fired; fired != 3 {
 			t.Errorf("fault rule fired %d times, want 3", fired)
 		}
