@@ -370,6 +370,8 @@ type managerProcess struct {
 	pid     int
 	metrics string
 	log     string
+	// exited is closed when the process has ended.
+	exited chan struct{}
 	// proxy counts its cloud calls.
 	proxy *countingProxy
 }
@@ -455,24 +457,36 @@ func startManager(b *testing.B, e *fixture.Env, c benchCloud, s managerSpec) *ma
 		}
 		logFile.Close()
 	})
-	return &managerProcess{pid: cmd.Process.Pid, metrics: "http://" + addr + "/metrics", log: logPath}
+	return &managerProcess{pid: cmd.Process.Pid, metrics: "http://" + addr + "/metrics", log: logPath, exited: exited}
 }
 
 // waitReady waits until the machine controller's workers run: what comes
-// after is the provider's time, not its start-up.
+// after is the provider's time, not its start-up. A manager that ended or
+// never got there fails the benchmark with the end of its log (which is
+// removed with the benchmark's files unless BENCH_LOG_DIR keeps it).
 func (p *managerProcess) waitReady(b *testing.B) {
-	waitFor(b, 2*time.Minute, "the manager's machine controller", 50*time.Millisecond, func() bool {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
 		log, err := os.ReadFile(p.log)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, line := range strings.Split(string(log), "\n") {
+		lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+		for _, line := range lines {
 			if strings.Contains(line, "Starting workers") && strings.Contains(line, "machine-controller") {
-				return true
+				return
 			}
 		}
-		return false
-	})
+		select {
+		case <-p.exited:
+			b.Fatalf("the manager (pid %d) ended before its machine controller ran; the end of its log:\n%s", p.pid, strings.Join(lines[max(0, len(lines)-20):], "\n"))
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out after 2m0s waiting for the manager's machine controller (pid %d); the end of its log:\n%s", p.pid, strings.Join(lines[max(0, len(lines)-20):], "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (p *managerProcess) scrape(b *testing.B) families {
