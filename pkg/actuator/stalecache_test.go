@@ -56,6 +56,7 @@ func TestUpdateFromACacheBehindTheRecordAdoptsNothing(t *testing.T) {
 	if m.Spec.ProviderID == nil {
 		t.Fatal("Create recorded no provider ID")
 	}
+	restarted, restartedRec := newActuator()
 	for _, a := range []struct {
 		name  string
 		act   *actuator.Actuator
@@ -63,11 +64,8 @@ func TestUpdateFromACacheBehindTheRecordAdoptsNothing(t *testing.T) {
 		adopt int
 	}{
 		{"the process that recorded the server", act, rec, 0},
-		{"a restarted process", nil, nil, 1},
+		{"a restarted process", restarted, restartedRec, 1},
 	} {
-		if a.act == nil {
-			a.act, a.rec = newActuator()
-		}
 		adoptions(a.rec)
 		m := stale.DeepCopy()
 		if exists, err := a.act.Exists(ctx, m); err != nil || !exists {

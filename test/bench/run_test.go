@@ -467,6 +467,14 @@ func startManager(b *testing.B, e *fixture.Env, c benchCloud, s managerSpec) *ma
 func (p *managerProcess) waitReady(b *testing.B) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
+		// Whether it ended is asked before its log is read: all it wrote
+		// is then in what is read.
+		var ended bool
+		select {
+		case <-p.exited:
+			ended = true
+		default:
+		}
 		log, err := os.ReadFile(p.log)
 		if err != nil {
 			b.Fatal(err)
@@ -477,13 +485,12 @@ func (p *managerProcess) waitReady(b *testing.B) {
 				return
 			}
 		}
-		select {
-		case <-p.exited:
-			b.Fatalf("the manager (pid %d) ended before its machine controller ran; the end of its log:\n%s", p.pid, strings.Join(lines[max(0, len(lines)-20):], "\n"))
-		default:
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out after 2m0s waiting for the manager's machine controller (pid %d); the end of its log:\n%s", p.pid, strings.Join(lines[max(0, len(lines)-20):], "\n"))
+		tail := strings.Join(lines[max(0, len(lines)-20):], "\n")
+		switch {
+		case ended:
+			b.Fatalf("the manager (pid %d) ended before its machine controller ran; the end of its log:\n%s", p.pid, tail)
+		case time.Now().After(deadline):
+			b.Fatalf("timed out after 2m0s waiting for the manager's machine controller (pid %d); the end of its log:\n%s", p.pid, tail)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
