@@ -155,9 +155,15 @@ make bench-fleet BENCH_RUNS=2
   idle for as long as the phase took; and a **reference** process beside the manager does the same
   small piece of Go work (decode, copy and encode 100 Machines) every 50 ms, a few percent of a
   core, so that each phase also says how much one piece cost then: the manager's CPU **in
-  reference pieces** is the figure the machine's load moves least. The hardware has no
+  reference pieces** is the CPU figure the machine's load moves least. The hardware has no
   performance counters (` + "`perf stat -e instructions`" + ` reports them not supported on this virtual
   machine), so instructions are not reported.
+- **Allocated** is the memory the manager's Go runtime allocated, freed or not (its metric
+  ` + "`go_memstats_alloc_bytes_total`" + `): the work of its reconciles — decoding, copying and
+  encoding objects — which its garbage collection grows with, in a unit the machine's load
+  cannot move (what ` + "`go test -benchmem`" + ` reports per operation, for the same reason). Per
+  Machine created and deleted: the median of the three cycles, less what the manager allocates
+  idle for as long as the phase took; per hour of steady state as the CPU, with the median resync.
 - **ratio to limit**: the time until every Machine has its server against what the cloud's
   create latency (300 ms, added by the emulator) allows at 10 creates at a time; on 2 cores it
   measures the machine as much as the provider.

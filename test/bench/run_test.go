@@ -74,6 +74,7 @@ func run(b *testing.B, c benchCloud, n, cycles int) result {
 		res.cpuUps = append(res.cpuUps, up.cpu)
 		res.pieceUps = append(res.pieceUps, up.piece)
 		res.upFors = append(res.upFors, up.took)
+		res.allocUps = append(res.allocUps, up.alloc)
 		if cycle == 1 {
 			res.toServers, res.toProvisioned = up.toServers, up.toProvisioned
 			res.provisioned, res.up = up.provisioned, up.calls
@@ -90,6 +91,7 @@ func run(b *testing.B, c benchCloud, n, cycles int) result {
 		res.cpuDowns = append(res.cpuDowns, down.cpu)
 		res.pieceDowns = append(res.pieceDowns, down.piece)
 		res.downFors = append(res.downFors, down.took)
+		res.allocDowns = append(res.allocDowns, down.alloc)
 		if cycle == 1 {
 			res.toZero, res.down = down.toZero, down.calls
 			s.describeDown(&detail, &res, down)
@@ -103,6 +105,8 @@ func run(b *testing.B, c benchCloud, n, cycles int) result {
 	fmt.Fprintf(&detail, "  the same in pieces of the reference's work (CPU-seconds per piece: created %s, deleted %s, steady %.5f, resync %.5f): created %s, deleted %s; per hour of steady state %.0f\n",
 		fmtFloats(res.pieceUps), fmtFloats(res.pieceDowns), res.pieceSteady, res.pieceResync,
 		fmtFloats(res.inPieces(res.cpuUps, res.pieceUps, res.upFors)), fmtFloats(res.inPieces(res.cpuDowns, res.pieceDowns, res.downFors)), res.piecesPerHour())
+	fmt.Fprintf(&detail, "  allocated by the manager, MiB per Machine, the median of %d cycles (each: its allocations less %.4f MiB/s idle for its time): created %s, deleted %s; per hour of steady state %.0f MiB\n",
+		cycles, res.idleAlloc(), fmtFloats(res.cycleAlloc(res.allocUps, res.upFors)), fmtFloats(res.cycleAlloc(res.allocDowns, res.downFors)), res.allocPerHour())
 	res.detail = detail.String()
 	return res
 }
@@ -210,6 +214,7 @@ func (s *scaling) steady(d *strings.Builder, res *result) {
 	time.Sleep(steadyWindow)
 	steady := p.end(b)
 	res.steady, res.cpuSteady, res.steadyFor, res.pieceSteady = steady.calls, steady.cpu, steady.took, steady.piece
+	res.allocSteady = steady.alloc
 	fmt.Fprintf(d, "  steady state, %s between the janitor's sweeps: %d cloud calls %s; CPU: %s\n",
 		steady.took.Round(time.Second), res.steady.total(), res.steady.routeList(), steady.use)
 	fmt.Fprintf(d, "    Kubernetes API requests of the manager: %s\n", kubeRequests(steady.metrics))
@@ -228,6 +233,7 @@ func (s *scaling) steady(d *strings.Builder, res *result) {
 		if i == 0 || rs.cpu < res.cpuResync {
 			res.cpuResync, res.pieceResync = rs.cpu, rs.piece
 		}
+		res.allocResyncs = append(res.allocResyncs, rs.alloc)
 		if i == 0 {
 			res.resync = rs.calls
 		}
@@ -293,7 +299,9 @@ type measured struct {
 	calls calls
 	cpu   float64 // the manager's CPU-seconds, user + system
 	// piece is the reference's CPU-seconds per piece meanwhile (0: none).
-	piece   float64
+	piece float64
+	// alloc is the bytes the manager allocated (allocated_test.go).
+	alloc   float64
 	took    time.Duration
 	use     string // where the machine's CPU went
 	api     string // the API server's requests, everyone's
@@ -324,7 +332,8 @@ func (ph *phase) end(b *testing.B) measured {
 	return measured{
 		calls: cs,
 		cpu:   cpu, piece: piece, took: took, use: use, metrics: d,
-		api: requestDelta(ph.api, apiRequests(b, ph.e)),
+		alloc: allocated(d),
+		api:   requestDelta(ph.api, apiRequests(b, ph.e)),
 	}
 }
 

@@ -169,7 +169,11 @@ type result struct {
 	// (reference_test.go).
 	pieceSteady, pieceResync float64
 	pieceUps, pieceDowns     []float64
-	peakMiB                  float64
+	// The bytes the manager allocated in the same phases, each resync's
+	// (allocated_test.go).
+	allocSteady                        float64
+	allocUps, allocDowns, allocResyncs []float64
+	peakMiB                            float64
 	// refusedUp counts the 429s of the emulated API's rate limit while
 	// provisioning (BENCH_CLOUD_LIMIT).
 	refusedUp int
@@ -287,6 +291,9 @@ var figures = []figure{
 	{"CPU created", "ref. pieces/Machine", "%.2f", result.piecesPerCreated},
 	{"CPU deleted", "ref. pieces/Machine", "%.2f", result.piecesPerDeleted},
 	{"CPU steady", "ref. pieces/h", "%.0f", result.piecesPerHour},
+	{"allocated created", "MiB/Machine", "%.3f", result.allocPerCreated},
+	{"allocated deleted", "MiB/Machine", "%.3f", result.allocPerDeleted},
+	{"allocated steady", "MiB/h", "%.0f", result.allocPerHour},
 	{"peak RSS", "MiB", "%.0f", func(r result) float64 { return r.peakMiB }},
 	{"to zero servers", "s", "%.1f", func(r result) float64 { return r.toZero.Seconds() }},
 }
@@ -313,6 +320,8 @@ func report(b *testing.B, rs []result) {
 	b.ReportMetric(med(result.ownDown), "ownership-reads/machine-deleted")
 	b.ReportMetric(med(result.cpuPerCreated), "cpu-s/machine-created")
 	b.ReportMetric(med(result.cpuPerHour), "cpu-s/hour-steady")
+	b.ReportMetric(med(result.allocPerCreated), "MiB-allocated/machine-created")
+	b.ReportMetric(med(result.allocPerHour), "MiB-allocated/hour-steady")
 	b.ReportMetric(med(func(r result) float64 { return r.peakMiB }), "MiB-manager-peak")
 	b.ReportMetric(med(func(r result) float64 { return r.toZero.Seconds() }), "s-to-zero-servers")
 }
