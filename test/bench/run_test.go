@@ -159,7 +159,7 @@ type upPhase struct {
 // creates put off (a new server's root volume tags, the read of a new
 // instance) count too.
 func (s *scaling) up() upPhase {
-	b, h, n, tl := s.b, s.h, s.n, s.tl
+	b, h, n := s.b, s.h, s.n
 	linked0, _ := s.linker.linked()
 	p := s.mgr.begin(b, s.e, h)
 	var u upPhase
@@ -176,10 +176,10 @@ func (s *scaling) up() upPhase {
 		return false
 	})
 	u.toServers = serversAt.Sub(u.start)
-	waitFor(b, 10*time.Minute, "all Machines Provisioned", s.poll, func() bool { return tl.now(stepProvisioned) >= n })
+	s.waitStep(stepProvisioned, 10*time.Minute)
 	u.provisioned, _, _ = s.mgr.proxy.counted()
 	u.toProvisioned = time.Since(u.start)
-	waitFor(b, 10*time.Minute, "all Machines Running", s.poll, func() bool { return tl.now(stepRunning) >= n })
+	s.waitStep(stepRunning, 10*time.Minute)
 	u.running = time.Now()
 	time.Sleep(echoes)
 	settle(h)
@@ -488,13 +488,12 @@ func (p *managerProcess) waitReady(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
-		for _, line := range lines {
+		for _, line := range strings.Split(string(log), "\n") {
 			if strings.Contains(line, "Starting workers") && strings.Contains(line, "machine-controller") {
 				return
 			}
 		}
-		tail := strings.Join(lines[max(0, len(lines)-20):], "\n")
+		tail := tail(p.log, 20)
 		switch {
 		case ended:
 			b.Fatalf("the manager (pid %d) ended before its machine controller ran; the end of its log:\n%s", p.pid, tail)

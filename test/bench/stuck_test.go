@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	machinev1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/appuio/machine-api-provider/test/fixture"
+)
+
+// behind names the Machines, not gone, that have not reached the step, with
+// the last step each reached; at most max of them, sorted.
+func (t *timeline) behind(step, max int) (names []string, last map[string]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last = map[string]string{}
+	for key, marks := range t.machines {
+		if !marks[step].IsZero() || !marks[stepGone].IsZero() {
+			continue
+		}
+		names = append(names, key)
+		for s := step - 1; s >= stepSeen; s-- {
+			if !marks[s].IsZero() {
+				last[key] = stepNames[s]
+				break
+			}
+		}
+	}
+	slices.Sort(names)
+	return names[:min(len(names), max)], last
+}
+
+// waitStep waits until n Machines reached the step. When they do not in
+// time, the benchmark fails saying which did not and what they show
+// (phase, error, provider ID, their last events) and the end of the
+// manager's log: a run of an hour that ends on "timed out" alone cannot be
+// told from a product fault.
+func (s *scaling) waitStep(step int, timeout time.Duration) {
+	b, tl := s.b, s.tl
+	deadline := time.Now().Add(timeout)
+	for tl.now(step) < s.n {
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out after %s waiting for %d Machines %s: %d there\n%s\nthe end of the manager's log:\n%s",
+				timeout, s.n, stepNames[step], tl.now(step), s.stuck(step), tail(s.mgr.log, 30))
+		}
+		time.Sleep(s.poll)
+	}
+}
+
+// stuck describes the first few Machines that have not reached the step.
+func (s *scaling) stuck(step int) string {
+	names, last := s.tl.behind(step, 5)
+	var out strings.Builder
+	ctx := context.Background()
+	for _, key := range names {
+		ns, name, _ := strings.Cut(key, "/")
+		fmt.Fprintf(&out, "- %s (last step seen: %s)", key, last[key])
+		m := &machinev1.Machine{}
+		if err := s.e.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
+			fmt.Fprintf(&out, ": %v\n", err)
+			continue
+		}
+		fmt.Fprintf(&out, ": phase %q, providerID %q, error %q, annotations %v\n", fixture.Phase(m), deref(m.Spec.ProviderID), deref(m.Status.ErrorMessage), m.Annotations)
+		var events corev1.EventList
+		if err := s.e.Client.List(ctx, &events, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": name}); err == nil {
+			for _, ev := range events.Items[max(0, len(events.Items)-3):] {
+				fmt.Fprintf(&out, "    event %s %s: %s\n", ev.Type, ev.Reason, ev.Message)
+			}
+		}
+	}
+	return out.String()
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// tail is the last n lines of a file.
+func tail(path string, n int) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func TestTimelineNamesTheMachinesBehind(t *testing.T) {
+	tl := newTimeline()
+	machine := func(name, phase string) *machinev1.Machine {
+		m := &machinev1.Machine{}
+		m.Namespace, m.Name = "ns", name
+		if phase != "" {
+			m.Status.Phase = &phase
+		}
+		return m
+	}
+	tl.observe(machine("a", machinev1.PhaseProvisioned), false)
+	tl.observe(machine("c", ""), false)
+	tl.observe(machine("b", machinev1.PhaseProvisioning), false)
+	tl.observe(machine("d", ""), false)
+	tl.observe(machine("d", ""), true)
+	names, last := tl.behind(stepProvisioned, 5)
+	if want := []string{"ns/b", "ns/c"}; !slices.Equal(names, want) {
+		t.Fatalf("behind Provisioned: %v, want %v (d is gone)", names, want)
+	}
+	if last["ns/b"] != "Provisioning" || last["ns/c"] != "seen" {
+		t.Errorf("last steps %v, want b at Provisioning and c at seen", last)
+	}
+	if names, _ := tl.behind(stepProvisioned, 1); len(names) != 1 {
+		t.Errorf("at most 1 asked, %d given", len(names))
+	}
+}
