@@ -25,8 +25,8 @@ const allocMetric = "go_memstats_alloc_bytes_total"
 const mib = 1 << 20
 
 // allocated is the bytes the manager allocated between two scrapes. The
-// scrape itself allocates too: a few hundred KiB per phase, against the
-// hundreds of MiB of a phase of 100 Machines.
+// one scrape that ends a phase is counted in it too: the same in every
+// run, and small against a phase's allocations (MiB per Machine).
 func allocated(d delta) float64 { return d.counter(allocMetric, nil) }
 
 // idleAlloc is what the manager allocates per second of steady state, in

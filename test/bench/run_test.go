@@ -493,12 +493,11 @@ func (p *managerProcess) waitReady(b *testing.B) {
 				return
 			}
 		}
-		tail := tail(p.log, 20)
 		switch {
 		case ended:
-			b.Fatalf("the manager (pid %d) ended before its machine controller ran; the end of its log:\n%s", p.pid, tail)
+			b.Fatalf("the manager (pid %d) ended before its machine controller ran; the end of its log:\n%s", p.pid, lastLines(string(log), 20))
 		case time.Now().After(deadline):
-			b.Fatalf("timed out after 2m0s waiting for the manager's machine controller (pid %d); the end of its log:\n%s", p.pid, tail)
+			b.Fatalf("timed out after 2m0s waiting for the manager's machine controller (pid %d); the end of its log:\n%s", p.pid, lastLines(string(log), 20))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

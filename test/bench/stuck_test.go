@@ -10,16 +10,14 @@ import (
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
 
 // behind names the Machines, not gone, that have not reached the step, with
-// the last step each reached; at most max of them, sorted.
-func (t *timeline) behind(step, max int) (names []string, last map[string]string) {
+// the last step each reached; at most that many, sorted.
+func (t *timeline) behind(step, most int) (names []string, last map[string]string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	last = map[string]string{}
@@ -36,7 +34,7 @@ func (t *timeline) behind(step, max int) (names []string, last map[string]string
 		}
 	}
 	slices.Sort(names)
-	return names[:min(len(names), max)], last
+	return names[:min(len(names), most)], last
 }
 
 // waitStep waits until n Machines reached the step. When they do not in
@@ -70,9 +68,8 @@ func (s *scaling) stuck(step int) string {
 			continue
 		}
 		fmt.Fprintf(&out, ": phase %q, providerID %q, error %q, annotations %v\n", fixture.Phase(m), deref(m.Spec.ProviderID), deref(m.Status.ErrorMessage), m.Annotations)
-		var events corev1.EventList
-		if err := s.e.Client.List(ctx, &events, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": name}); err == nil {
-			for _, ev := range events.Items[max(0, len(events.Items)-3):] {
+		if events, err := s.e.EventsOf(name); err == nil {
+			for _, ev := range events[max(0, len(events)-3):] {
 				fmt.Fprintf(&out, "    event %s %s: %s\n", ev.Type, ev.Reason, ev.Message)
 			}
 		}
@@ -93,7 +90,12 @@ func tail(path string, n int) string {
 	if err != nil {
 		return err.Error()
 	}
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	return lastLines(string(raw), n)
+}
+
+// lastLines is the last n lines of text.
+func lastLines(text string, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
