@@ -129,12 +129,14 @@ test-conformance:
 # state's calls and a resync's, the manager's CPU-seconds and peak memory
 # (test/bench), and a leader change. BENCH_SIZES (e.g. 100,500,1000), CLOUD
 # (one cloud; default both), BENCH_RUNS (repeats, each printed),
-# BENCH_CLOUD_LIMIT (qps/burst the emulated API allows before it answers 429).
+# BENCH_CLOUD_LIMIT (qps/burst the emulated API allows before it answers 429),
+# BENCH_CLOUD_API_QPS (the manager's --cloud-api-qps; default its own, 50).
 # BenchmarkBootImageImport prints a release's boot image import per image and
 # zone (cloud calls, wall time); BENCH_IMAGE_MIB sizes its images (64).
 BENCH_SIZES       ?= 100
 BENCH_RUNS        ?= 1
 BENCH_CLOUD_LIMIT ?=
+BENCH_CLOUD_API_QPS ?=
 comma             := ,
 empty             :=
 space             := $(empty) $(empty)
@@ -142,7 +144,7 @@ BENCH_CLOUDS       = $(if $(filter command line environment,$(origin CLOUD)),$(C
 BENCH_ENV          = BENCH_RUNS=$(BENCH_RUNS) CLOUD=$(BENCH_CLOUDS) KUBEBUILDER_ASSETS=$(BIN_DIR)
 .PHONY: bench
 bench: tools build
-	BENCH_SIZES=$(BENCH_SIZES) BENCH_CLOUD_LIMIT=$(BENCH_CLOUD_LIMIT) $(BENCH_ENV) \
+	BENCH_SIZES=$(BENCH_SIZES) BENCH_CLOUD_LIMIT=$(BENCH_CLOUD_LIMIT) BENCH_CLOUD_API_QPS=$(BENCH_CLOUD_API_QPS) $(BENCH_ENV) \
 		$(GO) test -run '^$$' -bench 'BenchmarkScale$$|BenchmarkLeaderChange$$' -benchtime 1x -timeout 180m ./test/bench/
 
 # N clusters of FLEET_MACHINES Machines in one cloud account, a manager each

@@ -116,7 +116,7 @@ func (g *Gate) Admit(ctx context.Context) error {
 	if p, ok := ctx.Value(prepaidKey{}).(*prepaid); ok && p.gate == g && p.take() {
 		return nil
 	}
-	if err := g.limiter.Wait(ctx); err != nil {
+	if err := g.wait(ctx, 1); err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up; that is its own business.
 			return fmt.Errorf("%s: waiting for the client-side rate limit: %w", g.cloud, ctx.Err())
@@ -261,7 +261,7 @@ func (g *Gate) Prepay(ctx context.Context, n int) (context.Context, error) {
 		return ctx, err
 	}
 	if g.limiter.Limit() != rate.Inf {
-		if err := g.limiter.WaitN(ctx, min(n, max(g.limiter.Burst(), 1))); err != nil {
+		if err := g.wait(ctx, min(n, max(g.limiter.Burst(), 1))); err != nil {
 			if ctx.Err() != nil {
 				return ctx, fmt.Errorf("%s: waiting for the client-side rate limit: %w", g.cloud, ctx.Err())
 			}
@@ -269,6 +269,21 @@ func (g *Gate) Prepay(ctx context.Context, n int) (context.Context, error) {
 		}
 	}
 	return context.WithValue(ctx, prepaidKey{}, &prepaid{gate: g, n: n}), nil
+}
+
+// wait waits for n of the rate limit's tokens and observes how long that
+// took: the metric says whether a slow scale-up was held by the provider's
+// own limit.
+func (g *Gate) wait(ctx context.Context, n int) error {
+	if g.limiter.Limit() == rate.Inf {
+		return nil
+	}
+	start := time.Now()
+	err := g.limiter.WaitN(ctx, n)
+	if err == nil {
+		rateLimitWait.WithLabelValues(g.cloud).Observe(time.Since(start).Seconds())
+	}
+	return err
 }
 
 func (g *Gate) closed() error {

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 type fakeClock struct {
@@ -234,4 +237,55 @@ func TestGateSpareKeepsHalfTheBurst(t *testing.T) {
 	if unlimited.Spare() {
 		t.Error("a gate closed by a 429 has calls to spare")
 	}
+}
+
+// The rate limit's waits are what tells a scale-up held by the provider's
+// own limit from one held by the cloud: they are observed, a prepaid
+// create's once, and a call that did not wait adds nothing to their sum.
+func TestGateObservesRateLimitWaits(t *testing.T) {
+	const name = "rate-limit-wait-test"
+	g := NewGate(name, RateLimit{QPS: 10, Burst: 2})
+	ctx := context.Background()
+	count0, sum0 := rateLimitWaits(t, name)
+	// Two calls of the burst, then a prepaid pair that waits ~200 ms.
+	for range 2 {
+		if err := g.Admit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, sum := rateLimitWaits(t, name); sum-sum0 > 0.05 {
+		t.Errorf("calls within the burst waited %.3fs by the metric", sum-sum0)
+	}
+	pctx, err := g.Prepay(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := g.Admit(pctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count, sum := rateLimitWaits(t, name)
+	if count-count0 != 3 {
+		t.Errorf("%d waits observed, want 3: two calls of the burst and one prepaid pair", count-count0)
+	}
+	if sum-sum0 < 0.1 {
+		t.Errorf("a prepaid pair after the burst waited %.3fs by the metric; the limit makes it wait ~0.2s", sum-sum0)
+	}
+	unlimited := NewGate(name, RateLimit{})
+	if err := unlimited.Admit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := rateLimitWaits(t, name); c != count {
+		t.Error("a gate without a rate limit observed a wait")
+	}
+}
+
+func rateLimitWaits(t *testing.T, cloudName string) (count uint64, sum float64) {
+	t.Helper()
+	var m dto.Metric
+	if err := rateLimitWait.WithLabelValues(cloudName).(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }

@@ -32,6 +32,14 @@ var (
 		Name: "machine_api_provider_cloud_ownership_reads_total",
 		Help: "Cloud API reads made to prove that a server carries the Machine's identity right before a write or a delete (counted in machine_api_provider_cloud_requests_total too), by cloud and operation.",
 	}, []string{"cloud", "operation"})
+	// rateLimitWait is what the client-side rate limit costs: whether a
+	// slow scale-up waited on the provider's own limit (--cloud-api-qps)
+	// rather than on the cloud, which the call latency cannot tell apart.
+	rateLimitWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "machine_api_provider_cloud_rate_limit_wait_seconds",
+		Help:    "Time calls waited for the account's client-side rate limit (--cloud-api-qps, --cloud-api-burst) before they were sent, by cloud; a create's look and create wait once, together.",
+		Buckets: []float64{0.001, 0.01, 0.1, 0.5, 1, 2, 5, 10, 30},
+	}, []string{"cloud"})
 	cloudForbidden = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_provider_cloud_permission_denied_total",
 		Help: "Cloud API calls the cloud refused for want of a permission (HTTP 403, the credentials accepted), by cloud, operation and the permission to grant.",
@@ -39,7 +47,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld, gateClosures, cloudForbidden, ownershipReads)
+	metrics.Registry.MustRegister(cloudRequests, cloudLatency, cloudHeld, gateClosures, cloudForbidden, ownershipReads, rateLimitWait)
 }
 
 // observeClosure counts a gate that was open closing for cause.

@@ -290,7 +290,7 @@ func scaleSection(rows [][]result, m *machine) string {
 	var b strings.Builder
 	b.WriteString("## Scale: `make bench`\n\n")
 	fmt.Fprintf(&b, "Machine: %s. Commit %s.\n\n", m.describe(), commit())
-	fmt.Fprintf(&b, "Command: `%s`\n", command("bench", "BENCH_SIZES", "BENCH_RUNS", "CLOUD", "BENCH_CLOUD_LIMIT"))
+	fmt.Fprintf(&b, "Command: `%s`\n", command("bench", "BENCH_SIZES", "BENCH_RUNS", "CLOUD", "BENCH_CLOUD_LIMIT", "BENCH_CLOUD_API_QPS", "BENCH_CYCLES"))
 	b.WriteString(table(rows))
 	b.WriteString("Cloud calls per Machine by purpose, each run:\n\n")
 	for _, rs := range rows {
@@ -328,6 +328,10 @@ func scaleTargets(rows [][]result) string {
 				r.cloud, r.n, i+1, own, targetOwnership, verdict(own <= targetOwnership), r.resyncCalls(), targetResync, verdict(r.resyncCalls() <= targetResync))
 			if r.n >= 1000 {
 				fmt.Fprintf(&b, "; %.2f × the limit (target ≤ %.1f): %s", r.ratio(), targetRatio, verdict(r.ratio() <= targetRatio))
+				// What the manager's own rate limit alone allows: a
+				// floor above the target is no fault of the code's speed.
+				fmt.Fprintf(&b, " (its own rate limit of %g calls/s allowed its %d calls until the last server no less than %.1f s, %.2f × the limit)",
+					r.rate.QPS, r.toServersCalls, r.floor(), r.floor()/limit(r.n).Seconds())
 			}
 			b.WriteString("\n")
 		}

@@ -79,16 +79,30 @@ func (d delta) counter(name string, want map[string]string) float64 {
 	return counter(d.after, name, want) - counter(d.before, name, want)
 }
 
-// mean is the average observation of a histogram between the scrapes, and
-// how many there were.
-func (d delta) mean(name string, want map[string]string) (time.Duration, uint64) {
+// histogram is a histogram's observations between the scrapes: how many,
+// and their sum.
+func (d delta) histogram(name string, want map[string]string) (uint64, float64) {
 	c1, s1 := histogram(d.before, name, want)
 	c2, s2 := histogram(d.after, name, want)
 	if c2 <= c1 {
 		return 0, 0
 	}
-	return time.Duration((s2 - s1) / float64(c2-c1) * float64(time.Second)), c2 - c1
+	return c2 - c1, s2 - s1
 }
+
+// mean is the average observation of a histogram between the scrapes, and
+// how many there were.
+func (d delta) mean(name string, want map[string]string) (time.Duration, uint64) {
+	n, sum := d.histogram(name, want)
+	if n == 0 {
+		return 0, 0
+	}
+	return time.Duration(sum / float64(n) * float64(time.Second)), n
+}
+
+// rateWaitMetric is the time the manager's calls waited for its own rate
+// limit (pkg/cloud, gate.go).
+const rateWaitMetric = "machine_api_provider_cloud_rate_limit_wait_seconds"
 
 // labelValues lists the values one label takes in a metric's series.
 func labelValues(fams families, name, label string) []string {

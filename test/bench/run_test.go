@@ -77,6 +77,7 @@ func run(b *testing.B, c benchCloud, n, cycles int) result {
 		res.allocUps = append(res.allocUps, up.alloc)
 		if cycle == 1 {
 			res.toServers, res.toProvisioned = up.toServers, up.toProvisioned
+			res.toServersCalls, res.rate = up.toServersCalls, managerRate
 			res.provisioned, res.up = up.provisioned, up.calls
 			s.describeUp(&detail, &res, up)
 			res.refusedUp = refused(h)
@@ -149,6 +150,7 @@ type upPhase struct {
 	measured
 	start                    time.Time
 	toServers, toProvisioned time.Duration
+	toServersCalls           int64
 	running                  time.Time
 	provisioned              calls
 }
@@ -171,6 +173,8 @@ func (s *scaling) up() upPhase {
 		// benchmark's CPU is the provider's loss.
 		if h.Count(s.c.createRoute) >= int64(n) && s.c.servers(s.e) >= n {
 			serversAt = time.Now()
+			cs, _, _ := s.mgr.proxy.counted()
+			u.toServersCalls = cs.total()
 			return true
 		}
 		return false
@@ -195,6 +199,9 @@ func (s *scaling) describeUp(d *strings.Builder, res *result, u upPhase) {
 	_, lastSeen := tl.reached(stepSeen)
 	fmt.Fprintf(d, "  all servers %.2fs (%.2f × limit), all Provisioned %.2fs, all Running %.2fs; the MachineSet controller made the last Machine at %.2fs\n",
 		res.toServers.Seconds(), res.ratio(), res.toProvisioned.Seconds(), u.running.Sub(u.start).Seconds(), lastSeen.Sub(u.start).Seconds())
+	waits, waited := u.metrics.histogram(rateWaitMetric, nil)
+	fmt.Fprintf(d, "  the manager's rate limit (%g calls/s, bursts of %d): %d cloud calls until the last server, which it allows in no less than %.2fs (%.2f × limit); until all Running its calls waited %.1f call-seconds for it (%d waits)\n",
+		res.rate.QPS, res.rate.Burst, res.toServersCalls, res.floor(), res.floor()/limit(n).Seconds(), waited, waits)
 	fmt.Fprintf(d, "  CPU until all Running, their last requeues and the cloud settled (%.1fs): %s\n", u.took.Seconds(), u.use)
 	fmt.Fprintf(d, "  API server requests meanwhile (everyone's) %s\n", u.api)
 	fmt.Fprintf(d, "  server recorded on its Machine, after the scale-up: %s\n", quantiles(serverTimes(tl, u.start)))
@@ -405,7 +412,7 @@ func startManagerProcess(b *testing.B, e *fixture.Env, c benchCloud) *managerPro
 	// The capacity publisher has no part in a scale-up.
 	p := startManager(b, e, c, managerSpec{
 		name: c.name, namespace: fixture.Namespace, clusterID: fixture.ClusterID,
-		apiURL: proxy.URL, env: c.managerEnv, args: []string{"--capacity-publisher=false"},
+		apiURL: proxy.URL, env: c.managerEnv, args: append([]string{"--capacity-publisher=false"}, managerRateArgs()...),
 	})
 	p.proxy = proxy
 	return p

@@ -11,6 +11,7 @@
 //	BENCH_RUNS         runs of each size and cloud; the table shows each (default 1)
 //	BENCH_CYCLES       scale-ups and downs of each run, for the CPU per Machine (default 3)
 //	BENCH_CLOUD_LIMIT  qps/burst the emulated API allows before it answers 429 (default: no limit)
+//	BENCH_CLOUD_API_QPS the manager's --cloud-api-qps, its burst twice that (default: the manager's, 50)
 //	BENCH_MANAGER      the manager binary (default bin/machine-api-provider)
 //	BENCH_LOG_DIR      keep the manager's logs there (default: removed)
 package bench
@@ -25,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/appuio/machine-api-provider/pkg/cloud"
 	"github.com/appuio/machine-api-provider/pkg/emulator/harness"
 	"github.com/appuio/machine-api-provider/test/fixture"
 )
@@ -57,6 +59,9 @@ func BenchmarkScale(b *testing.B) {
 		b.Fatalf("BENCH_CYCLES=%q: want a positive number", os.Getenv("BENCH_CYCLES"))
 	}
 	if cloudLimit, err = parseCloudLimit(os.Getenv("BENCH_CLOUD_LIMIT")); err != nil {
+		b.Fatal(err)
+	}
+	if managerRate, err = parseManagerRate(os.Getenv("BENCH_CLOUD_API_QPS")); err != nil {
 		b.Fatal(err)
 	}
 	var cs []benchCloud
@@ -117,6 +122,46 @@ func parseCloudLimit(s string) (*harness.RateLimit, error) {
 	return &harness.RateLimit{QPS: qps, Burst: burst}, nil
 }
 
+// managerRate is the manager's own client-side rate limit in the runs: its
+// default (pkg/cloud/cloudscale and pkg/cloud/exoscale, DefaultRateLimit:
+// 50 calls/s in bursts of 100 for both clouds; TestManagerRateIsTheDefault),
+// or BENCH_CLOUD_API_QPS passed as --cloud-api-qps, whose burst the manager
+// makes twice the rate. A scale-up of many Machines can wait on it rather
+// than on the cloud: the table's "rate-limit floor".
+var managerRate = defaultManagerRate
+
+var defaultManagerRate = cloud.RateLimit{QPS: 50, Burst: 100}
+
+func parseManagerRate(s string) (cloud.RateLimit, error) {
+	if s == "" {
+		return defaultManagerRate, nil
+	}
+	qps, err := strconv.ParseFloat(s, 64)
+	if err != nil || qps <= 0 {
+		return cloud.RateLimit{}, fmt.Errorf("BENCH_CLOUD_API_QPS=%q: want a positive number of calls per second", s)
+	}
+	return cloud.RateLimit{QPS: qps, Burst: int(2 * qps)}, nil
+}
+
+// managerRateArgs are the manager's flags for managerRate: none at its
+// default.
+func managerRateArgs() []string {
+	if managerRate == defaultManagerRate {
+		return nil
+	}
+	return []string{"--cloud-api-qps", strconv.FormatFloat(managerRate.QPS, 'f', -1, 64)}
+}
+
+// rateFloor is the least time the manager's rate limit allows for calls
+// made from a full bucket: the burst at once, the rest at the rate.
+func rateFloor(calls int64, rl cloud.RateLimit) time.Duration {
+	over := float64(calls - int64(rl.Burst))
+	if over <= 0 || rl.QPS <= 0 {
+		return 0
+	}
+	return time.Duration(over / rl.QPS * float64(time.Second))
+}
+
 func env(name, def string) string {
 	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
 		return v
@@ -151,6 +196,11 @@ type result struct {
 	// toServers and toProvisioned run from the scale-up to the moment the
 	// last server exists and the last Machine is Provisioned.
 	toServers, toProvisioned time.Duration
+	// toServersCalls are the cloud calls until the last server existed,
+	// all of which passed the manager's rate limit (rate its QPS and
+	// burst): the least time they could take (rateFloor).
+	toServersCalls int64
+	rate           cloud.RateLimit
 	// toZero runs from the scale-down to the moment the last server is gone.
 	toZero time.Duration
 	// The cloud calls of each phase: until every Machine was
@@ -182,6 +232,9 @@ type result struct {
 
 func (r result) ratio() float64     { return r.toServers.Seconds() / limit(r.n).Seconds() }
 func (r result) zeroRatio() float64 { return r.toZero.Seconds() / limit(r.n).Seconds() }
+
+// floor is rateFloor of the calls until the last server, in seconds.
+func (r result) floor() float64 { return rateFloor(r.toServersCalls, r.rate).Seconds() }
 
 func (r result) per(v float64) float64 { return v / float64(r.n) }
 
@@ -278,6 +331,7 @@ type figure = column[result]
 var figures = []figure{
 	{"all servers", "s", "%.1f", func(r result) float64 { return r.toServers.Seconds() }},
 	{"ratio to limit", "", "%.2f", result.ratio},
+	{"rate-limit floor", "s", "%.1f", result.floor},
 	{"calls/Machine to Provisioned", "", "%.3f", result.provisionCalls},
 	{"calls/Machine created", "", "%.3f", result.createCalls},
 	{"ownership reads/Machine created", "", "%.3f", result.ownUp},
@@ -331,6 +385,8 @@ func report(b *testing.B, rs []result) {
 func table(rows [][]result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nScale benchmark: %s create latency, %d creates at a time (the manager's defaults); limit = latency × ⌈N/%d⌉\n", createLatency, concurrency, concurrency)
+	fmt.Fprintf(&b, "The manager's own rate limit: %g calls/s in bursts of %d%s; rate-limit floor = the least time it allows for the calls made until the last server: (calls − burst) / rate.\n",
+		managerRate.QPS, managerRate.Burst, map[bool]string{true: " (its default)", false: " (--cloud-api-qps, BENCH_CLOUD_API_QPS)"}[managerRate == defaultManagerRate])
 	if cloudLimit != nil {
 		fmt.Fprintf(&b, "The emulated API allows %g calls/s in bursts of %d and answers 429 beyond.\n", cloudLimit.QPS, cloudLimit.Burst)
 	}
