@@ -35,8 +35,10 @@ func TestReusedNameDoesNotAdoptTheDyingServer(t *testing.T) {
 	fixture.Eventually(t, 90*time.Second, "the old server gone", func() (bool, error) {
 		return len(serversOf(t, e, "worker-a")) == 1, nil
 	})
+	// A reconcile after the old server went: awaited, not slept for.
+	before := reconcilesOf(e, "worker-a")
 	touch(t, e, "worker-a")
-	time.Sleep(2 * time.Second)
+	awaitReconcile(t, e, "worker-a", before)
 	if p := phase(getMachine(t, e, "worker-a")); p != machinev1.PhaseProvisioned && p != machinev1.PhaseRunning {
 		t.Errorf("worker-a is %s after the old server went", p)
 	}

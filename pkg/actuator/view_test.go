@@ -138,6 +138,34 @@ func touchErr(e *fixture.Env, name string) error {
 	return e.Client.Patch(context.Background(), m, patch)
 }
 
+// reconcileLine is what the machine controller logs (into the fixture's
+// capture, through klog) each time it reconciles a Machine whose server
+// exists: "<name>: reconciling machine triggers idempotent update".
+const reconcileLine = ": reconciling machine triggers idempotent update"
+
+// reconcilesOf counts the reconciles of a Machine with a server so far.
+func reconcilesOf(e *fixture.Env, name string) int {
+	return strings.Count(e.Logs.String(), name+reconcileLine)
+}
+
+// awaitReconcile waits, up to 30 seconds, for a reconcile of a Machine with
+// a server after the before-th: a quiet period after a touch proves nothing
+// until the touch's reconcile has run.
+func awaitReconcile(t *testing.T, e *fixture.Env, name string, before int) {
+	t.Helper()
+	fixture.Eventually(t, 30*time.Second, "a reconcile of "+name, func() (bool, error) {
+		n := reconcilesOf(e, name)
+		if n > before {
+			return true, nil
+		}
+		m := &machinev1.Machine{}
+		if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: fixture.Namespace, Name: name}, m); err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("%d reconciles logged; phase %q", n, phase(m))
+	})
+}
+
 func noEvent(t *testing.T, e *fixture.Env, name, reason string) {
 	t.Helper()
 	if events := fixture.EventText(e.Events(t, name)); strings.Contains(events, reason) {
@@ -190,18 +218,29 @@ func TestCreatesRacingRefreshesMakeOneServerEach(t *testing.T) {
 	}
 	// Reconciles after the creates read the view while lagging lists
 	// keep coming in.
+	reconciles := map[string]int{}
+	for _, name := range names {
+		reconciles[name] = reconcilesOf(e, name)
+	}
 	for range 3 {
 		for _, name := range names {
 			touch(t, e, name)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	// The checks below are of what did not happen: first await what did,
+	// a reconcile of each Machine since the touches began, and a lagging
+	// answer that missed a new server (each is held back a second after
+	// it was asked for: the last may still be on its way).
+	for _, name := range names {
+		awaitReconcile(t, e, name, reconciles[name])
+	}
+	fixture.Eventually(t, 30*time.Second, "a list answer that missed a new server (the race this test is about)", func() (bool, error) {
+		return lists.staleAnswers() > 0, nil
+	})
 	close(stop)
 	<-touched
 	names = append(names, "bystander")
-	if lists.staleAnswers() == 0 {
-		t.Fatal("no list answer missed a new server: the race this test is about did not happen")
-	}
 	for _, name := range names {
 		if n := len(serversOf(t, e, name)); n != 1 {
 			t.Errorf("%s has %d servers, want 1", name, n)
@@ -237,12 +276,15 @@ func TestRefreshesMissingANewServerNeverMakeASecond(t *testing.T) {
 		touch(t, e, "worker-a")
 		time.Sleep(500 * time.Millisecond)
 	}
-	if lists.staleAnswers() == 0 {
-		t.Fatal("no list answer missed the new server: the lag this test is about did not happen")
-	}
-	if n := h.Count(serverGET); n == 0 {
-		t.Error("the server was never looked up by ID after the write grace: the test did not reach that path")
-	}
+	// The write grace (1 s) has passed by now, but the lookup by ID it
+	// leads to comes with a reconcile: keep reconciling until it came.
+	fixture.Eventually(t, 60*time.Second, "a list answer missing the new server, then the server looked up by ID after the write grace", func() (bool, error) {
+		if lists.staleAnswers() > 0 && h.Count(serverGET) > 0 {
+			return true, nil
+		}
+		touch(t, e, "worker-a")
+		return false, fmt.Errorf("%d stale list answers, %d lookups by ID", lists.staleAnswers(), h.Count(serverGET))
+	})
 	if n := len(serversOf(t, e, "worker-a")); n != 1 {
 		t.Errorf("%d servers, want 1", n)
 	}

@@ -174,9 +174,7 @@ func TestDeleteAlsoOutOfBand(t *testing.T) {
 	fixture.Eventually(t, 30*time.Second, "the empty group gone", func() (bool, error) {
 		return len(e.Exoscale.AntiAffinityGroups()) == 0, nil
 	})
-	if !strings.Contains(fixture.EventText(e.Events(t, "worker-a")), "Normal Deleted") {
-		t.Errorf("no Deleted event:\n%s", fixture.EventText(e.Events(t, "worker-a")))
-	}
+	e.AwaitEvent(t, "worker-a", "Normal Deleted")
 }
 
 // TestLostResponseMakesOneInstance: the create's answer is lost after the

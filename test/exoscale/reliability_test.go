@@ -2,6 +2,7 @@ package exoscale
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -108,10 +109,15 @@ func TestZoneDownDegradesOnlyItsMachines(t *testing.T) {
 		c := meta.FindStatusCondition(st, actuator.ConditionZone)
 		return c != nil && c.Status == "False" && strings.Contains(c.Message, "de-fra-1"), nil
 	})
-	events := fixture.EventText(e.Events(t, "in-fra"))
-	if !strings.Contains(events, "ZoneUnavailable") || !strings.Contains(events, "de-fra-1") {
-		t.Errorf("no event naming the zone:\n%s", events)
-	}
+	// Events are sent apart from the condition's write: awaited.
+	fixture.Eventually(t, 30*time.Second, "an event of in-fra naming the zone", func() (bool, error) {
+		list, err := e.EventsOf("in-fra")
+		if err != nil {
+			return false, err
+		}
+		events := fixture.EventText(list)
+		return strings.Contains(events, "ZoneUnavailable") && strings.Contains(events, "de-fra-1"), fmt.Errorf("its events:\n%s", events)
+	})
 	if getMachine(t, e, "in-fra").DeletionTimestamp == nil {
 		t.Fatal("in-fra is not being deleted")
 	}
