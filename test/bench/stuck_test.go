@@ -25,10 +25,11 @@ func (t *timeline) behind(step, most int) (names []string, last map[string]strin
 		if !marks[step].IsZero() || !marks[stepGone].IsZero() {
 			continue
 		}
-		names = append(names, key)
+		name := t.names[key]
+		names = append(names, name)
 		for s := step - 1; s >= stepSeen; s-- {
 			if !marks[s].IsZero() {
-				last[key] = stepNames[s]
+				last[name] = stepNames[s]
 				break
 			}
 		}
@@ -123,5 +124,39 @@ func TestTimelineNamesTheMachinesBehind(t *testing.T) {
 	}
 	if names, _ := tl.behind(stepProvisioned, 1); len(names) != 1 {
 		t.Errorf("at most 1 asked, %d given", len(names))
+	}
+}
+
+// A scale-up whose MachineSet gives a new Machine the name of one gone in
+// an earlier scale-up: the new Machine counts, and its Node is linked.
+// Keyed by name, the timeline took it for the gone one, and the run waited
+// ten minutes for a Machine it would never count.
+func TestTimelineTellsAReusedNameApart(t *testing.T) {
+	tl := newTimeline()
+	var linked []string
+	tl.provisioned = func(namespace, name string) { linked = append(linked, namespace+"/"+name) }
+	machine := func(uid, phase string) *machinev1.Machine {
+		m := &machinev1.Machine{}
+		m.Namespace, m.Name, m.UID = "ns", "workers-khj6f", types.UID(uid)
+		if phase != "" {
+			m.Status.Phase = &phase
+		}
+		return m
+	}
+	tl.observe(machine("old", machinev1.PhaseProvisioned), false)
+	tl.observe(machine("old", machinev1.PhaseRunning), true)
+	tl.observe(machine("new", ""), false)
+	if names, _ := tl.behind(stepProvisioned, 5); !slices.Equal(names, []string{"ns/workers-khj6f"}) {
+		t.Errorf("behind Provisioned: %v, want the new Machine under the old name", names)
+	}
+	tl.observe(machine("new", machinev1.PhaseProvisioned), false)
+	if n := tl.now(stepProvisioned); n != 1 {
+		t.Errorf("%d Machines Provisioned and not gone, want 1: the new one", n)
+	}
+	if n, _ := tl.reached(stepProvisioned); n != 2 {
+		t.Errorf("Provisioned reached %d times, want 2", n)
+	}
+	if want := []string{"ns/workers-khj6f", "ns/workers-khj6f"}; !slices.Equal(linked, want) {
+		t.Errorf("Nodes linked for %v, want one for each Machine", linked)
 	}
 }

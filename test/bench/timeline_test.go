@@ -32,19 +32,25 @@ var stepNames = [steps]string{"seen", "finalizer", "Provisioning", "create inten
 
 // timeline records, per Machine, when each step was first seen, from the
 // watch events of Machines: the evidence of where the time goes between
-// "Machine created" and "Provisioned".
+// "Machine created" and "Provisioned". Machines are told apart by UID, not
+// by name: the MachineSet controller's generated names (5 random
+// characters) come again across the scale-ups of a run of 1000 Machines
+// often enough (about one run in five), and a new Machine under a gone
+// one's name must count as new.
 type timeline struct {
 	mu       sync.Mutex
 	machines map[string]*[steps]time.Time
-	count    [steps]int
-	last     [steps]time.Time
+	// names are the Machines' namespace/name, by the key of machines.
+	names map[string]string
+	count [steps]int
+	last  [steps]time.Time
 	// provisioned, when set, is told of each Machine the first time it
 	// is seen Provisioned (outside the lock).
 	provisioned func(namespace, name string)
 }
 
 func newTimeline() *timeline {
-	return &timeline{machines: map[string]*[steps]time.Time{}}
+	return &timeline{machines: map[string]*[steps]time.Time{}, names: map[string]string{}}
 }
 
 func (t *timeline) handler() cache.ResourceEventHandler {
@@ -74,11 +80,16 @@ func (t *timeline) observe(obj any, gone bool) {
 			t.provisioned(m.Namespace, m.Name)
 		}
 	}()
-	key := m.Namespace + "/" + m.Name
+	name := m.Namespace + "/" + m.Name
+	key := string(m.UID)
+	if key == "" {
+		key = name
+	}
 	marks := t.machines[key]
 	if marks == nil {
 		marks = &[steps]time.Time{}
 		t.machines[key] = marks
+		t.names[key] = name
 	}
 	phase := ""
 	if m.Status.Phase != nil {
