@@ -167,6 +167,12 @@ make bench-fleet BENCH_RUNS=2
 - **ratio to limit**: the time until every Machine has its server against what the cloud's
   create latency (300 ms, added by the emulator) allows at 10 creates at a time; on 2 cores it
   measures the machine as much as the provider.
+- **rate-limit floor**: the least time the manager's own client-side rate limit (50 calls/s in
+  bursts of 100 by default, ` + "`--cloud-api-qps`" + `) allows for the cloud calls it made until the
+  last server existed: (calls − burst) / rate. Every create costs two calls (the look for the
+  Machine's servers, which keeps it from making a second, and the create), so 1000 Machines take
+  no less than 38 s at the defaults, 1.27 × the limit, however fast the machine; the manager's
+  metric ` + "`machine_api_provider_cloud_rate_limit_wait_seconds`" + ` shows how long its calls waited.
 `
 
 // assemblePage is docs/benchmarks.md from the sections in dir: the head,
