@@ -230,13 +230,23 @@ func (s *scaling) steady(d *strings.Builder, res *result) {
 	// once, with nothing to do; after a sweep, so that none falls into
 	// it, and once the sweep's list is older than the view's refresh
 	// interval, so that it lists as a resync at any other moment would.
-	// As many as the cycles, for the least CPU.
-	for i := 0; i < s.cycles; i++ {
+	// The first after a scale-up also does what its burst put off until
+	// the account had calls to spare and no later reconcile came (the
+	// root volume tags of pkg/cloud/cloudscale/sync.go): it is told
+	// apart, and the steady state's resyncs are those after it, as many
+	// as the cycles, for the least CPU.
+	resyncOnce := func() measured {
 		awaitSweep(b, h, c.sweepRoute)
 		time.Sleep(viewRefresh + time.Second)
-		p = mgr.begin(b, e, h)
+		p := mgr.begin(b, e, h)
 		resync(b, e, mgr, h, n, s.poll)
-		rs := p.end(b)
+		return p.end(b)
+	}
+	first := resyncOnce()
+	res.firstResync = first.calls
+	fmt.Fprintf(d, "  first resync after the scale-up, with what its burst put off: %d cloud calls (%.3f per Machine) %s\n", first.calls.total(), res.per(float64(first.calls.withoutSweeps())), first.calls.routeList())
+	for i := 0; i < s.cycles; i++ {
+		rs := resyncOnce()
 		if i == 0 || rs.cpu < res.cpuResync {
 			res.cpuResync, res.pieceResync = rs.cpu, rs.piece
 		}

@@ -205,9 +205,11 @@ type result struct {
 	toZero time.Duration
 	// The cloud calls of each phase: until every Machine was
 	// Provisioned; until every Machine was Running and settled (created,
-	// in upFor); in a steady window of steadyFor; of one resync; to
-	// delete every Machine (in downFor).
+	// in upFor); in a steady window of steadyFor; of one resync of the
+	// steady state; to delete every Machine (in downFor). firstResync is
+	// the resync right after the scale-up, with what its burst put off.
 	provisioned, up, steady, resync, down calls
+	firstResync                           calls
 	steadyFor                             time.Duration
 	// The manager's CPU-seconds in the steady window and the resync, and
 	// in each cycle's scale-up and scale-down, which took upFors and
