@@ -172,9 +172,10 @@ make bench-fleet BENCH_RUNS=2
   measures the machine as much as the provider.
 - **rate-limit floor**: the least time the manager's own client-side rate limit (50 calls/s in
   bursts of 100 by default, ` + "`--cloud-api-qps`" + `) allows for the cloud calls it made until the
-  last server existed: (calls − burst) / rate. Every create costs two calls (the look for the
-  Machine's servers, which keeps it from making a second, and the create), so 1000 Machines take
-  no less than 38 s at the defaults, 1.27 × the limit, however fast the machine; the manager's
+  last server existed: (calls − burst) / rate. Every create costs at least two calls (the look
+  for the Machine's servers, which keeps it from making a second, and the create; a third only
+  when the account has calls to spare), so 1000 Machines take no less than 38 s at the defaults,
+  1.27 × the limit, however fast the machine; the manager's
   metric ` + "`machine_api_provider_cloud_rate_limit_wait_seconds`" + ` shows how long its calls waited.
 `
 
@@ -397,4 +398,36 @@ func fleetTargets(all []fleetResult) string {
 			r.cloud, r.clusters, r.accountSteadyPerMinute(), r.accountSteadyPerMinute()/float64(r.clusters), r.accountSteadyPerMinute()/float64(r.clusters*r.machines), account, r.scaleUpPeak)
 	}
 	return b.String()
+}
+
+// TestScaleSectionTellsTheFirstResyncApart: the page gives the first
+// resync after a scale-up (with the root volume tags its burst put off)
+// beside the steady state's, and the steady figures and the target are
+// the steady resync's.
+func TestScaleSectionTellsTheFirstResyncApart(t *testing.T) {
+	r := result{
+		cloud:       "cloudscale",
+		n:           1000,
+		resync:      calls{routes: map[string]int64{"GET /v1/servers": 2}},
+		firstResync: calls{routes: map[string]int64{"GET /v1/servers": 2, "PATCH /v1/volumes/{id}": 6}},
+		steady:      calls{routes: map[string]int64{"GET /v1/servers": 2}},
+		steadyFor:   2 * time.Minute,
+		// One cycle, as every run has at least.
+		cpuUps: []float64{20}, cpuDowns: []float64{10}, upFors: []time.Duration{time.Minute}, downFors: []time.Duration{time.Minute},
+		pieceUps: []float64{0.002}, pieceDowns: []float64{0.002},
+		allocUps: []float64{1 << 30}, allocDowns: []float64{1 << 30}, allocResyncs: []float64{1 << 20},
+	}
+	page := scaleSection([][]result{{r}}, newMachine())
+	for _, want := range []string{
+		"a resync 0.002 = list servers 0.002 (the first after the scale-up 0.008 = list servers 0.002, root volume 0.006)",
+		"a resync 0.0020 calls per Machine (target ≤ 0.05)",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the scale section has no %q:\n%s", want, page)
+		}
+	}
+	// 2 calls a window of 2 minutes, and six resyncs of 2 calls an hour.
+	if got, want := r.steadyCallsPerHour(), 2.0*30+2*6; got != want {
+		t.Errorf("steady calls per hour %v, want %v (the steady resync's, not the first's)", got, want)
+	}
 }
