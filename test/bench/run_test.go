@@ -78,6 +78,8 @@ func run(b *testing.B, c benchCloud, n, cycles int) result {
 		if cycle == 1 {
 			res.toServers, res.toProvisioned = up.toServers, up.toProvisioned
 			res.toServersCalls, res.rate = up.toServersCalls, managerRate
+			res.toServersCPU = up.toServersCPU
+			_, res.rateWaited = up.metrics.histogram(rateWaitMetric, nil)
 			res.provisioned, res.up = up.provisioned, up.calls
 			s.describeUp(&detail, &res, up)
 			res.refusedUp = refused(h)
@@ -151,8 +153,11 @@ type upPhase struct {
 	start                    time.Time
 	toServers, toProvisioned time.Duration
 	toServersCalls           int64
-	running                  time.Time
-	provisioned              calls
+	// toServersCPU is the CPU the cluster's processes used until the
+	// last server existed.
+	toServersCPU cpuSplit
+	running      time.Time
+	provisioned  calls
 }
 
 // up scales the MachineSet from 0 to n: every Machine gets its server and
@@ -173,6 +178,7 @@ func (s *scaling) up() upPhase {
 		// benchmark's CPU is the provider's loss.
 		if h.Count(s.c.createRoute) >= int64(n) && s.c.servers(s.e) >= n {
 			serversAt = time.Now()
+			u.toServersCPU = cpuSplitOf(p.sample, sampleCPU(s.mgr.pid))
 			cs, _, _ := s.mgr.proxy.counted()
 			u.toServersCalls = cs.total()
 			return true
@@ -202,6 +208,8 @@ func (s *scaling) describeUp(d *strings.Builder, res *result, u upPhase) {
 	waits, waited := u.metrics.histogram(rateWaitMetric, nil)
 	fmt.Fprintf(d, "  the manager's rate limit (%g calls/s, bursts of %d): %d cloud calls until the last server, which it allows in no less than %.2fs (%.2f × limit); until all Running its calls waited %.1f call-seconds for it (%d waits)\n",
 		res.rate.QPS, res.rate.Burst, res.toServersCalls, res.floor(), res.floor()/limit(n).Seconds(), waited, waits)
+	fmt.Fprintf(d, "  CPU until the last server: %s; %d cores do that in no less than %.2fs (%.2f × limit)\n",
+		res.toServersCPU, runtime.NumCPU(), res.cpuFloor(), res.cpuFloor()/limit(n).Seconds())
 	fmt.Fprintf(d, "  CPU until all Running, their last requeues and the cloud settled (%.1fs): %s\n", u.took.Seconds(), u.use)
 	fmt.Fprintf(d, "  API server requests meanwhile (everyone's) %s\n", u.api)
 	fmt.Fprintf(d, "  server recorded on its Machine, after the scale-up: %s\n", quantiles(serverTimes(tl, u.start)))
@@ -810,14 +818,38 @@ func sampleCPU(manager int) cpuSample {
 		}
 		if ticks, parent := procCPU(pid); parent == self {
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-			if strings.TrimSpace(string(comm)) == "etcd" {
+			switch strings.TrimSpace(string(comm)) {
+			case "etcd":
 				s.etcd += ticks
-			} else {
+			case "kube-apiserver":
 				s.apiserver += ticks
+			default:
+				// The reference process (reference_test.go), the
+				// benchmark's own.
+				s.itself += ticks
 			}
 		}
 	}
 	return s
+}
+
+// cpuSplit is the CPU-seconds each of the cluster's processes used
+// between two samples.
+type cpuSplit struct {
+	manager, apiserver, etcd, itself float64
+}
+
+func cpuSplitOf(a, b cpuSample) cpuSplit {
+	sec := func(x, y float64) float64 { return (y - x) / ticksPerSecond }
+	return cpuSplit{manager: sec(a.manager, b.manager), apiserver: sec(a.apiserver, b.apiserver), etcd: sec(a.etcd, b.etcd), itself: sec(a.itself, b.itself)}
+}
+
+// total is every process's CPU-seconds.
+func (c cpuSplit) total() float64 { return c.manager + c.apiserver + c.etcd + c.itself }
+
+func (c cpuSplit) String() string {
+	return fmt.Sprintf("%.1f CPU-seconds: manager %.1f, kube-apiserver %.1f, etcd %.1f, emulator+MachineSet controller+benchmark %.1f",
+		c.total(), c.manager, c.apiserver, c.etcd, c.itself)
 }
 
 // procCPU returns a process's CPU time in clock ticks (user and system,
@@ -839,7 +871,7 @@ func cpuUse(a, b cpuSample) string {
 	if b.total > a.total {
 		busy = (b.busy - a.busy) / (b.total - a.total) * 100
 	}
-	sec := func(x, y float64) float64 { return (y - x) / ticksPerSecond }
+	c := cpuSplitOf(a, b)
 	return fmt.Sprintf("machine %.0f%% busy (%d cores) in %.1fs; CPU-seconds: manager %.2f, kube-apiserver %.2f, etcd %.2f, emulator+MachineSet controller+benchmark %.2f",
-		busy, runtime.NumCPU(), b.at.Sub(a.at).Seconds(), sec(a.manager, b.manager), sec(a.apiserver, b.apiserver), sec(a.etcd, b.etcd), sec(a.itself, b.itself))
+		busy, runtime.NumCPU(), b.at.Sub(a.at).Seconds(), c.manager, c.apiserver, c.etcd, c.itself)
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,6 +202,13 @@ type result struct {
 	// burst): the least time they could take (rateFloor).
 	toServersCalls int64
 	rate           cloud.RateLimit
+	// rateWaited is how long the manager's calls waited for its rate
+	// limit until every Machine was Running (call-seconds).
+	rateWaited float64
+	// toServersCPU is the CPU the cluster's processes (the manager, the
+	// kube-apiserver, etcd, the emulator with the benchmark) used until
+	// the last server existed: cpuFloor.
+	toServersCPU cpuSplit
 	// toZero runs from the scale-down to the moment the last server is gone.
 	toZero time.Duration
 	// The cloud calls of each phase: until every Machine was
@@ -237,6 +245,12 @@ func (r result) zeroRatio() float64 { return r.toZero.Seconds() / limit(r.n).Sec
 
 // floor is rateFloor of the calls until the last server, in seconds.
 func (r result) floor() float64 { return rateFloor(r.toServersCalls, r.rate).Seconds() }
+
+// cpuFloor is the least time the machine's cores could have done the
+// work of the cluster's processes until the last server in, had nothing
+// else run: their CPU-seconds over the cores. A wall-clock target below it
+// is out of reach on this machine, however the work is ordered.
+func (r result) cpuFloor() float64 { return r.toServersCPU.total() / float64(runtime.NumCPU()) }
 
 func (r result) per(v float64) float64 { return v / float64(r.n) }
 
@@ -334,6 +348,7 @@ var figures = []figure{
 	{"all servers", "s", "%.1f", func(r result) float64 { return r.toServers.Seconds() }},
 	{"ratio to limit", "", "%.2f", result.ratio},
 	{"rate-limit floor", "s", "%.1f", result.floor},
+	{"CPU floor", "s", "%.1f", result.cpuFloor},
 	{"calls/Machine to Provisioned", "", "%.3f", result.provisionCalls},
 	{"calls/Machine created", "", "%.3f", result.createCalls},
 	{"ownership reads/Machine created", "", "%.3f", result.ownUp},
@@ -425,20 +440,28 @@ func header[T any](first string, cols []column[T]) string {
 // others are from the first.
 func runs[T any](rs []T, f column[T]) string {
 	parts := make([]string, len(rs))
-	first := f.of(rs[0])
-	worst := 0.0
 	for i, r := range rs {
-		v := f.of(r)
-		parts[i] = fmt.Sprintf(f.format, v)
+		parts[i] = fmt.Sprintf(f.format, f.of(r))
+	}
+	s := strings.Join(parts, " / ")
+	if len(rs) > 1 {
+		s += fmt.Sprintf(" (Δ %.1f%%)", worstDelta(rs, f.of))
+	}
+	return s
+}
+
+// worstDelta is how far, in %, the furthest run's figure is from the
+// first's.
+func worstDelta[T any](rs []T, of func(T) float64) float64 {
+	first := of(rs[0])
+	worst := 0.0
+	for _, r := range rs[1:] {
+		v := of(r)
 		if first != 0 {
 			worst = max(worst, math.Abs(v-first)/math.Abs(first)*100)
 		} else if v != 0 {
 			worst = math.Inf(1)
 		}
 	}
-	s := strings.Join(parts, " / ")
-	if len(rs) > 1 {
-		s += fmt.Sprintf(" (Δ %.1f%%)", worst)
-	}
-	return s
+	return worst
 }
