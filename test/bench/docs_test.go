@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -353,6 +354,9 @@ func scaleTargets(rows [][]result) string {
 				r.cloud, r.n, i+1, own, targetOwnership, verdict(own <= targetOwnership), r.resyncCalls(), targetResync, verdict(r.resyncCalls() <= targetResync))
 			if r.n >= 1000 {
 				fmt.Fprintf(&b, "; %.2f × the limit (target ≤ %.1f): %s", r.ratio(), targetRatio, verdict(r.ratio() <= targetRatio))
+				if r.cpuFloor()/limit(r.n).Seconds() > targetRatio {
+					b.WriteString(", beyond this machine's reach")
+				}
 				// What the machine's cores and the manager's own rate
 				// limit allow: a floor above the target is no fault of
 				// how the provider orders its work.
@@ -390,7 +394,8 @@ func cpuRepeats(rs []result) string {
 	for _, r := range rs {
 		pieces = append(pieces, r.pieceUps...)
 		pieces = append(pieces, r.pieceDowns...)
-		pieces = append(pieces, r.pieceSteady, r.pieceResync)
+		pieces = append(pieces, r.pieceResyncs...)
+		pieces = append(pieces, r.pieceSteady)
 	}
 	pieces = slices.DeleteFunc(pieces, func(p float64) bool { return p <= 0 })
 	var b strings.Builder
@@ -467,6 +472,7 @@ func TestScaleSectionTellsTheFirstResyncApart(t *testing.T) {
 		// One cycle, as every run has at least.
 		cpuUps: []float64{20}, cpuDowns: []float64{10}, upFors: []time.Duration{time.Minute}, downFors: []time.Duration{time.Minute},
 		pieceUps: []float64{0.002}, pieceDowns: []float64{0.002},
+		cpuResyncs: []float64{2}, pieceResyncs: []float64{0.002},
 		allocUps: []float64{1 << 30}, allocDowns: []float64{1 << 30}, allocResyncs: []float64{1 << 20},
 	}
 	page := scaleSection([][]result{{r}}, newMachine())
@@ -494,7 +500,7 @@ func TestScaleTargetsSayWhatBoundsTheRuns(t *testing.T) {
 			cloud: "exoscale", n: 1000, toServers: 60 * time.Second,
 			rate: defaultManagerRate, toServersCalls: 2100, rateWaited: 1.5,
 			toServersCPU: cpuSplit{manager: 20, apiserver: 70, etcd: 8, itself: 30},
-			steadyFor:    2 * time.Minute, cpuSteady: 0.24, cpuResync: 3, pieceSteady: 0.002, pieceResync: 0.002,
+			steadyFor:    2 * time.Minute, cpuSteady: 0.24, cpuResyncs: []float64{3}, pieceSteady: 0.002, pieceResyncs: []float64{0.002},
 			cpuUps: []float64{cpuUp}, cpuDowns: []float64{10}, upFors: []time.Duration{time.Minute}, downFors: []time.Duration{time.Minute},
 			pieceUps: []float64{piece}, pieceDowns: []float64{0.002},
 			allocUps: []float64{1 << 30}, allocDowns: []float64{1 << 30}, allocResyncs: []float64{1 << 20},
@@ -516,7 +522,25 @@ func TestScaleTargetsSayWhatBoundsTheRuns(t *testing.T) {
 			t.Errorf("the targets have no %q:\n%s", want, text)
 		}
 	}
+	// 128 CPU-seconds on 2 cores or more: the CPU floor is what the test
+	// machine's cores make of it.
+	if reach := 128/float64(cores)/30 > targetRatio; strings.Contains(text, "beyond this machine's reach") != reach {
+		t.Errorf("CPU floor %.2f × the limit: the targets say it is beyond reach: %v, want %v:\n%s", 128/float64(cores)/30, !reach, reach, text)
+	}
 	if strings.Contains(text, "in reference pieces **") {
 		t.Errorf("the CPU in reference pieces moved less than 5 %%, yet is marked:\n%s", text)
+	}
+}
+
+// The steady state's resync in reference pieces is the least of the
+// resyncs each in its own pieces, not the pieces of the resync that took
+// the least CPU-seconds (whose pieces may have been the cheapest).
+func TestPiecesPerResyncIsTheLeastOfTheResyncs(t *testing.T) {
+	r := result{cpuResyncs: []float64{3, 2.5}, pieceResyncs: []float64{0.003, 0.002}}
+	if got := r.cpuPerResync(); got != 2.5 {
+		t.Errorf("CPU per resync %v, want 2.5, the least", got)
+	}
+	if got := r.piecesPerResync(); math.Abs(got-1000) > 1e-9 {
+		t.Errorf("pieces per resync %v, want 1000 (3 / 0.003), not 1250 (2.5 / 0.002)", got)
 	}
 }

@@ -105,8 +105,8 @@ func run(b *testing.B, c benchCloud, n, cycles int) result {
 	res.peakMiB = mgr.peakRSSMiB(b)
 	fmt.Fprintf(&detail, "  manager: peak memory (VmHWM) %.0f MiB; CPU-seconds per Machine created %.4f, deleted %.4f, the least of %d cycles (each: its CPU less %.4f/s idle for its time): created %s, deleted %s; per hour of steady state %.2f\n",
 		res.peakMiB, res.cpuPerCreated(), res.cpuPerDeleted(), cycles, res.idleCPU(), fmtFloats(res.cycleCPU(res.cpuUps, res.upFors)), fmtFloats(res.cycleCPU(res.cpuDowns, res.downFors)), res.cpuPerHour())
-	fmt.Fprintf(&detail, "  the same in pieces of the reference's work (CPU-seconds per piece: created %s, deleted %s, steady %.5f, resync %.5f): created %s, deleted %s; per hour of steady state %.0f\n",
-		fmtFloats(res.pieceUps), fmtFloats(res.pieceDowns), res.pieceSteady, res.pieceResync,
+	fmt.Fprintf(&detail, "  the same in pieces of the reference's work (CPU-seconds per piece: created %s, deleted %s, steady %.5f, resyncs %s): created %s, deleted %s; per hour of steady state %.0f\n",
+		fmtFloats(res.pieceUps), fmtFloats(res.pieceDowns), res.pieceSteady, fmtFloats(res.pieceResyncs),
 		fmtFloats(res.inPieces(res.cpuUps, res.pieceUps, res.upFors)), fmtFloats(res.inPieces(res.cpuDowns, res.pieceDowns, res.downFors)), res.piecesPerHour())
 	fmt.Fprintf(&detail, "  allocated by the manager, MiB per Machine, the median of %d cycles (each: its allocations less %.4f MiB/s idle for its time): created %s, deleted %s; per hour of steady state %.0f MiB\n",
 		cycles, res.idleAlloc(), fmtFloats(res.cycleAlloc(res.allocUps, res.upFors)), fmtFloats(res.cycleAlloc(res.allocDowns, res.downFors)), res.allocPerHour())
@@ -255,9 +255,8 @@ func (s *scaling) steady(d *strings.Builder, res *result) {
 	fmt.Fprintf(d, "  first resync after the scale-up, with what its burst put off: %d cloud calls (%.3f per Machine) %s\n", first.calls.total(), res.per(float64(first.calls.withoutSweeps())), first.calls.routeList())
 	for i := 0; i < s.cycles; i++ {
 		rs := resyncOnce()
-		if i == 0 || rs.cpu < res.cpuResync {
-			res.cpuResync, res.pieceResync = rs.cpu, rs.piece
-		}
+		res.cpuResyncs = append(res.cpuResyncs, rs.cpu)
+		res.pieceResyncs = append(res.pieceResyncs, rs.piece)
 		res.allocResyncs = append(res.allocResyncs, rs.alloc)
 		if i == 0 {
 			res.resync = rs.calls

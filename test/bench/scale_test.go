@@ -222,13 +222,15 @@ type result struct {
 	// The manager's CPU-seconds in the steady window and the resync, and
 	// in each cycle's scale-up and scale-down, which took upFors and
 	// downFors.
-	cpuSteady, cpuResync float64
-	cpuUps, cpuDowns     []float64
-	upFors, downFors     []time.Duration
+	cpuSteady        float64
+	cpuResyncs       []float64
+	cpuUps, cpuDowns []float64
+	upFors, downFors []time.Duration
 	// The reference's CPU-seconds per piece in the same phases
 	// (reference_test.go).
-	pieceSteady, pieceResync float64
-	pieceUps, pieceDowns     []float64
+	pieceSteady          float64
+	pieceResyncs         []float64
+	pieceUps, pieceDowns []float64
 	// The bytes the manager allocated in the same phases, each resync's
 	// (allocated_test.go).
 	allocSteady                        float64
@@ -325,13 +327,28 @@ func (r result) piecesPerDeleted() float64 {
 
 // piecesPerHour is cpuPerHour in pieces of the reference's work.
 func (r result) piecesPerHour() float64 {
-	return r.cpuSteady/r.pieceSteady*float64(time.Hour)/float64(r.steadyFor) + r.cpuResync/r.pieceResync*float64(time.Hour/syncPeriod)
+	return r.cpuSteady/r.pieceSteady*float64(time.Hour)/float64(r.steadyFor) + r.piecesPerResync()*float64(time.Hour/syncPeriod)
 }
 
 // cpuPerHour is the manager's CPU in an hour of steady state: the steady
 // window's rate, and a resync every sync period.
 func (r result) cpuPerHour() float64 {
-	return r.cpuSteady*float64(time.Hour)/float64(r.steadyFor) + r.cpuResync*float64(time.Hour/syncPeriod)
+	return r.cpuSteady*float64(time.Hour)/float64(r.steadyFor) + r.cpuPerResync()*float64(time.Hour/syncPeriod)
+}
+
+// cpuPerResync is the manager's CPU-seconds for a resync of every
+// Machine: the least of the resyncs, as the cycles' (cpuPerCreated).
+func (r result) cpuPerResync() float64 { return slices.Min(r.cpuResyncs) }
+
+// piecesPerResync is the same in pieces of the reference's work: the
+// least of the resyncs, each in the pieces of its own time, as the
+// cycles' (piecesPerCreated).
+func (r result) piecesPerResync() float64 {
+	out := make([]float64, len(r.cpuResyncs))
+	for i, cpu := range r.cpuResyncs {
+		out[i] = cpu / r.pieceResyncs[i]
+	}
+	return slices.Min(out)
 }
 
 // column is one column of a table of runs of type T: how to name it,
