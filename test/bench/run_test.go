@@ -847,7 +847,7 @@ func cpuSplitOf(a, b cpuSample) cpuSplit {
 func (c cpuSplit) total() float64 { return c.manager + c.apiserver + c.etcd + c.itself }
 
 func (c cpuSplit) String() string {
-	return fmt.Sprintf("%.1f CPU-seconds: manager %.1f, kube-apiserver %.1f, etcd %.1f, emulator+MachineSet controller+benchmark %.1f",
+	return fmt.Sprintf("%.1f CPU-seconds: manager %.1f, kube-apiserver %.1f, etcd %.1f, emulator+MachineSet controller+benchmark (its reference too) %.1f",
 		c.total(), c.manager, c.apiserver, c.etcd, c.itself)
 }
 
@@ -871,6 +871,6 @@ func cpuUse(a, b cpuSample) string {
 		busy = (b.busy - a.busy) / (b.total - a.total) * 100
 	}
 	c := cpuSplitOf(a, b)
-	return fmt.Sprintf("machine %.0f%% busy (%d cores) in %.1fs; CPU-seconds: manager %.2f, kube-apiserver %.2f, etcd %.2f, emulator+MachineSet controller+benchmark %.2f",
+	return fmt.Sprintf("machine %.0f%% busy (%d cores) in %.1fs; CPU-seconds: manager %.2f, kube-apiserver %.2f, etcd %.2f, emulator+MachineSet controller+benchmark (its reference too) %.2f",
 		busy, runtime.NumCPU(), b.at.Sub(a.at).Seconds(), c.manager, c.apiserver, c.etcd, c.itself)
 }
