@@ -544,3 +544,16 @@ func TestPiecesPerResyncIsTheLeastOfTheResyncs(t *testing.T) {
 		t.Errorf("pieces per resync %v, want 1000 (3 / 0.003), not 1250 (2.5 / 0.002)", got)
 	}
 }
+
+// The detail lines name each process's CPU-seconds, and the total is
+// theirs together.
+func TestCPUSplitNamesEachProcess(t *testing.T) {
+	c := cpuSplit{manager: 1, apiserver: 2, etcd: 3, itself: 4.25}
+	want := "10.2 CPU-seconds: manager 1.0, kube-apiserver 2.0, etcd 3.0, emulator+MachineSet controller+benchmark (its reference too) 4.2"
+	if got := c.String(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := c.parts("%.2f"); !strings.HasPrefix(got, "manager 1.00, kube-apiserver 2.00, etcd 3.00, ") {
+		t.Errorf("parts with two decimals: %q", got)
+	}
+}

@@ -79,7 +79,7 @@ func run(b *testing.B, c benchCloud, n, cycles int) result {
 			res.toServers, res.toProvisioned = up.toServers, up.toProvisioned
 			res.toServersCalls, res.rate = up.toServersCalls, managerRate
 			res.toServersCPU = up.toServersCPU
-			_, res.rateWaited = up.metrics.histogram(rateWaitMetric, nil)
+			res.rateWaits, res.rateWaited = up.metrics.histogram(rateWaitMetric, nil)
 			res.provisioned, res.up = up.provisioned, up.calls
 			s.describeUp(&detail, &res, up)
 			res.refusedUp = refused(h)
@@ -205,9 +205,8 @@ func (s *scaling) describeUp(d *strings.Builder, res *result, u upPhase) {
 	_, lastSeen := tl.reached(stepSeen)
 	fmt.Fprintf(d, "  all servers %.2fs (%.2f × limit), all Provisioned %.2fs, all Running %.2fs; the MachineSet controller made the last Machine at %.2fs\n",
 		res.toServers.Seconds(), res.ratio(), res.toProvisioned.Seconds(), u.running.Sub(u.start).Seconds(), lastSeen.Sub(u.start).Seconds())
-	waits, waited := u.metrics.histogram(rateWaitMetric, nil)
 	fmt.Fprintf(d, "  the manager's rate limit (%g calls/s, bursts of %d): %d cloud calls until the last server, which it allows in no less than %.2fs (%.2f × limit); until all Running its calls waited %.1f call-seconds for it (%d waits)\n",
-		res.rate.QPS, res.rate.Burst, res.toServersCalls, res.floor(), res.floor()/limit(n).Seconds(), waited, waits)
+		res.rate.QPS, res.rate.Burst, res.toServersCalls, res.floor(), res.floor()/limit(n).Seconds(), res.rateWaited, res.rateWaits)
 	fmt.Fprintf(d, "  CPU until the last server: %s; %d cores do that in no less than %.2fs (%.2f × limit)\n",
 		res.toServersCPU, runtime.NumCPU(), res.cpuFloor(), res.cpuFloor()/limit(n).Seconds())
 	fmt.Fprintf(d, "  CPU until all Running, their last requeues and the cloud settled (%.1fs): %s\n", u.took.Seconds(), u.use)
@@ -847,8 +846,14 @@ func cpuSplitOf(a, b cpuSample) cpuSplit {
 func (c cpuSplit) total() float64 { return c.manager + c.apiserver + c.etcd + c.itself }
 
 func (c cpuSplit) String() string {
-	return fmt.Sprintf("%.1f CPU-seconds: manager %.1f, kube-apiserver %.1f, etcd %.1f, emulator+MachineSet controller+benchmark (its reference too) %.1f",
-		c.total(), c.manager, c.apiserver, c.etcd, c.itself)
+	return fmt.Sprintf("%.1f CPU-seconds: %s", c.total(), c.parts("%.1f"))
+}
+
+// parts names each process's CPU-seconds, in the format of one.
+func (c cpuSplit) parts(format string) string {
+	f := func(v float64) string { return fmt.Sprintf(format, v) }
+	return fmt.Sprintf("manager %s, kube-apiserver %s, etcd %s, emulator+MachineSet controller+benchmark (its reference too) %s",
+		f(c.manager), f(c.apiserver), f(c.etcd), f(c.itself))
 }
 
 // procCPU returns a process's CPU time in clock ticks (user and system,
@@ -870,7 +875,6 @@ func cpuUse(a, b cpuSample) string {
 	if b.total > a.total {
 		busy = (b.busy - a.busy) / (b.total - a.total) * 100
 	}
-	c := cpuSplitOf(a, b)
-	return fmt.Sprintf("machine %.0f%% busy (%d cores) in %.1fs; CPU-seconds: manager %.2f, kube-apiserver %.2f, etcd %.2f, emulator+MachineSet controller+benchmark (its reference too) %.2f",
-		busy, runtime.NumCPU(), b.at.Sub(a.at).Seconds(), c.manager, c.apiserver, c.etcd, c.itself)
+	return fmt.Sprintf("machine %.0f%% busy (%d cores) in %.1fs; CPU-seconds: %s",
+		busy, runtime.NumCPU(), b.at.Sub(a.at).Seconds(), cpuSplitOf(a, b).parts("%.2f"))
 }

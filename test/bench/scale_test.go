@@ -203,8 +203,10 @@ type result struct {
 	toServersCalls int64
 	rate           cloud.RateLimit
 	// rateWaited is how long the manager's calls waited for its rate
-	// limit until every Machine was Running (call-seconds).
+	// limit until every Machine was Running (call-seconds), in rateWaits
+	// waits.
 	rateWaited float64
+	rateWaits  uint64
 	// toServersCPU is the CPU the cluster's processes (the manager, the
 	// kube-apiserver, etcd, the emulator with the benchmark) used until
 	// the last server existed: cpuFloor.
