@@ -74,7 +74,7 @@ func (a *Actuator) abandon(ctx context.Context, m *machinev1.Machine) error {
 func (a *Actuator) blockedDelete(ctx context.Context, m *machinev1.Machine, cause error) error {
 	var creds *cloud.CredentialsError
 	if !errors.As(cause, &creds) {
-		return a.fail(m, "FailedDelete", cause)
+		return a.fail(ctx, m, "FailedDelete", cause)
 	}
 	msg := cloud.Truncate(fmt.Sprintf("cannot delete the server of this Machine: %s. Fix the secret, or set the annotation %s=true to let the Machine go without deleting its server (it is then recorded as an orphan)",
 		creds.Error(), AbandonServerAnnotation))

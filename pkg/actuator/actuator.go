@@ -183,12 +183,12 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	ctx = a.withWarnings(ctx, m)
 	s, err := a.scope(ctx, m)
 	if err != nil {
-		return a.fail(m, "FailedCreate", err)
+		return a.fail(ctx, m, "FailedCreate", err)
 	}
 	// A Machine that names another identity's server is not given one of
 	// its own: it fails, naming the field (owner.go).
 	if err := s.checkRecorded(ctx); err != nil {
-		return a.refuse(m, a.fail(m, "FailedCreate", err))
+		return a.refuse(m, a.fail(ctx, m, "FailedCreate", err))
 	}
 	a.seen.Delete(m.UID)
 	if at, ok := intentOf(m); ok && !a.isSettled(m, at) {
@@ -199,14 +199,14 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 	}
 	userData, err := s.userData(ctx)
 	if err != nil {
-		return a.fail(m, "FailedCreate", err)
+		return a.fail(ctx, m, "FailedCreate", err)
 	}
 	if max := s.spec.MaxUserDataBytes(); max > 0 && len(userData) > max {
-		return a.fail(m, "FailedCreate", invalidf(specPath.Child("userDataSecret"),
+		return a.fail(ctx, m, "FailedCreate", invalidf(specPath.Child("userDataSecret"),
 			"the rendered user data is %d bytes, more than the %d bytes %s accepts", len(userData), max, a.cloud.Name()))
 	}
 	if err := s.client.CheckSpec(ctx, s.spec); err != nil {
-		return a.refuse(m, a.fail(m, "FailedCreate", err))
+		return a.refuse(m, a.fail(ctx, m, "FailedCreate", err))
 	}
 	// The slot and the intent come right before the create is sent, after
 	// the create's own waits (an anti-affinity key's lock, the account's
@@ -237,7 +237,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1.Machine) error {
 			// it failed), or the cloud refused it or never got it.
 			a.settled.Store(m.UID, intent)
 		}
-		return a.refuse(m, a.fail(m, "FailedCreate", err))
+		return a.refuse(m, a.fail(ctx, m, "FailedCreate", err))
 	}
 	a.backoff.reset(m.UID)
 	s.view.Created(*server)
@@ -316,9 +316,9 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 		switch {
 		case m.DeletionTimestamp != nil:
 		case a.verifiedID(m) != "":
-			return false, a.fail(m, "FailedExists", err)
+			return false, a.fail(ctx, m, "FailedExists", err)
 		case m.Spec.ProviderID != nil:
-			_ = a.fail(m, "FailedExists", err)
+			_ = a.fail(ctx, m, "FailedExists", err)
 			return false, a.failGiven(ctx, m, cloud.Truncate(err.Error()))
 		}
 		return false, nil
@@ -346,12 +346,11 @@ func (a *Actuator) exists(ctx context.Context, m *machinev1.Machine) (bool, erro
 		s, err = a.deleteScope(ctx, m)
 	}
 	if err != nil {
-		return false, a.fail(m, "FailedExists", err)
+		return false, a.fail(ctx, m, "FailedExists", err)
 	}
 	server, err := s.server(ctx)
 	if err != nil {
-		a.zoneUnavailable(ctx, m, err)
-		return false, a.fail(m, "FailedExists", err)
+		return false, a.fail(ctx, m, "FailedExists", err)
 	}
 	if server == nil && s.notOwned != nil && m.DeletionTimestamp == nil && a.verifiedID(m) == "" {
 		// A given provider ID names another identity's server.
@@ -376,11 +375,11 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 		return a.updateInvalid(ctx, m)
 	}
 	if err != nil {
-		return a.fail(m, "FailedUpdate", err)
+		return a.fail(ctx, m, "FailedUpdate", err)
 	}
 	server, err := a.currentServer(ctx, s)
 	if err != nil {
-		return a.fail(m, "FailedUpdate", err)
+		return a.fail(ctx, m, "FailedUpdate", err)
 	}
 	if a.recordedID(m) == "" && !a.justRecorded(m, server.ID) {
 		// Made by an earlier attempt whose answer was lost, or by a
@@ -394,7 +393,7 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 		return a.undoHalfMade(ctx, s, server, "FailedUpdate", err)
 	}
 	if err != nil {
-		return a.fail(m, "FailedUpdate", err)
+		return a.fail(ctx, m, "FailedUpdate", err)
 	}
 	// The sync may have read the server afresh (a create's record lacks
 	// what only a read has) or changed it: the next lookups take this.
@@ -407,11 +406,11 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1.Machine) error {
 func (a *Actuator) updateInvalid(ctx context.Context, m *machinev1.Machine) error {
 	s, err := a.deleteScope(ctx, m)
 	if err != nil {
-		return a.fail(m, "FailedUpdate", err)
+		return a.fail(ctx, m, "FailedUpdate", err)
 	}
 	server, err := a.currentServer(ctx, s)
 	if err != nil {
-		return a.fail(m, "FailedUpdate", err)
+		return a.fail(ctx, m, "FailedUpdate", err)
 	}
 	return a.record(ctx, s, server, nil)
 }
@@ -426,7 +425,6 @@ func (a *Actuator) currentServer(ctx context.Context, s *scope) (*cloud.Server, 
 	}
 	server, err := s.server(ctx)
 	if err != nil {
-		a.zoneUnavailable(ctx, m, err)
 		return nil, err
 	}
 	if server == nil {

@@ -96,7 +96,7 @@ func (a *Actuator) delete(ctx context.Context, m *machinev1.Machine) error {
 			a.recorder.Event(m, corev1.EventTypeWarning, "PermissionDenied", cloud.Truncate(fmt.Sprintf(
 				"the empty anti-affinity groups are left behind: %v", err)))
 		case err != nil:
-			return a.fail(m, "FailedDelete", err)
+			return a.fail(ctx, m, "FailedDelete", err)
 		}
 		a.groupsDeleted(m, deleted)
 	}
@@ -118,8 +118,7 @@ func (a *Actuator) deleteServers(ctx context.Context, m *machinev1.Machine, s *s
 	ctx = cloud.DeleteDecided(ctx, time.Now())
 	servers, err := s.allServers(ctx)
 	if err != nil {
-		a.zoneUnavailable(ctx, m, err)
-		return a.fail(m, "FailedDelete", err)
+		return a.fail(ctx, m, "FailedDelete", err)
 	}
 	if len(servers) == 0 {
 		if err := a.awaitCreateBeforeDelete(m); err != nil {
@@ -129,7 +128,7 @@ func (a *Actuator) deleteServers(ctx context.Context, m *machinev1.Machine, s *s
 	}
 	veto, err := a.veto(ctx, m, true)
 	if err != nil {
-		return a.fail(m, "FailedDelete", err)
+		return a.fail(ctx, m, "FailedDelete", err)
 	}
 	refused := false
 	for i := range servers {
@@ -146,8 +145,7 @@ func (a *Actuator) deleteServers(ctx context.Context, m *machinev1.Machine, s *s
 			continue
 		}
 		if err != nil {
-			a.zoneUnavailable(ctx, m, err)
-			return a.fail(m, "FailedDelete", err)
+			return a.fail(ctx, m, "FailedDelete", err)
 		}
 		s.view.Deleted(servers[i].ID)
 		a.recorder.Eventf(m, corev1.EventTypeNormal, "Deleted", "Deleted %s server %s", a.cloud.Name(), servers[i].ID)

@@ -53,8 +53,10 @@ func isInvalid(err error) bool {
 // errors of this package and of pkg/cloud never carry credentials or user
 // data; every message is bounded (cloud.Truncate), so no status write can
 // grow past the API server's limits.
-func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
+func (a *Actuator) fail(ctx context.Context, m *machinev1.Machine, reason string, err error) error {
 	countFailure(m, reason, err)
+	// Whichever step met a failing zone, the Machine's condition says so.
+	a.zoneUnavailable(ctx, m, err)
 	var (
 		inv       *invalidError
 		cinv      *cloud.InvalidConfigError
@@ -76,10 +78,14 @@ func (a *Actuator) fail(m *machinev1.Machine, reason string, err error) error {
 	switch {
 	case isNotOwned(err):
 		// Never retried into a write: the server stays as it is, the
-		// Machine fails naming the field that names the server.
-		msg := a.notOwnedMessage(m, err)
-		a.recorder.Event(m, corev1.EventTypeWarning, "ServerNotOwned", msg)
-		return machinecontroller.InvalidMachineConfiguration("%s", msg)
+		// Machine fails naming the field that names the server. Whichever
+		// step found it (a lookup, the sync's proof before a write), the
+		// Machine says so now, in its condition as well as an event: the
+		// machine controller retries a failed Update only after 30 s
+		// (machine-api-operator, pkg/controller/machine, controller.go,
+		// requeueAfter).
+		a.notOwned(ctx, m, err)
+		return machinecontroller.InvalidMachineConfiguration("%s", a.notOwnedMessage(m, err))
 	case errors.As(err, &inv):
 		msg := cloud.Truncate(inv.Error())
 		a.recorder.Event(m, corev1.EventTypeWarning, "InvalidConfiguration", msg)
@@ -169,8 +175,9 @@ func (a *Actuator) withWarnings(ctx context.Context, m *machinev1.Machine) conte
 // the cloud does not, and the other Machines go on).
 const ConditionZone = "ZoneAvailable"
 
-// zoneUnavailable sets ConditionZone on a Machine whose lookup failed in
-// its zone only, while other zones answered the same credentials
+// zoneUnavailable sets ConditionZone on a Machine whose call (a lookup, a
+// create, a sync, a delete: fail asks it of every failure) failed in its
+// zone only, while other zones answered the same credentials
 // (cloud.ZoneOutage); record removes it once the server is seen again.
 func (a *Actuator) zoneUnavailable(ctx context.Context, m *machinev1.Machine, err error) {
 	zone := cloud.ZoneOutage(err)

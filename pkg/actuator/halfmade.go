@@ -41,7 +41,7 @@ func (a *Actuator) undoHalfMade(ctx context.Context, s *scope, server *cloud.Ser
 	// Any Node vetoes: the Machine has none of its own yet (halfMade).
 	veto, err := a.veto(ctx, m, false)
 	if err != nil {
-		return a.fail(m, reason, err)
+		return a.fail(ctx, m, reason, err)
 	}
 	err = s.client.DeleteServer(ctx, s.ref, server, veto)
 	var vetoed *nodes.VetoedError
@@ -49,10 +49,10 @@ func (a *Actuator) undoHalfMade(ctx context.Context, s *scope, server *cloud.Ser
 		// It joined the cluster after all: its workloads outweigh what it
 		// lacks. Left as it is, the Machine retried.
 		a.refuseDelete(m, *server, "it is half-made", vetoed.Nodes)
-		return a.fail(m, reason, cause)
+		return a.fail(ctx, m, reason, cause)
 	}
 	if err != nil {
-		return a.fail(m, reason, err)
+		return a.fail(ctx, m, reason, err)
 	}
 	s.view.Deleted(server.ID)
 	a.recorder.Eventf(m, corev1.EventTypeNormal, "Deleted", "Deleted %s server %s", a.cloud.Name(), server.ID)
@@ -60,7 +60,7 @@ func (a *Actuator) undoHalfMade(ctx context.Context, s *scope, server *cloud.Ser
 		return err
 	}
 	a.seen.Delete(m.UID)
-	return a.refuse(m, a.fail(m, reason, cause))
+	return a.refuse(m, a.fail(ctx, m, reason, cause))
 }
 
 // unrecord removes from the Machine what says it has a server, or a

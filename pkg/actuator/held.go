@@ -55,8 +55,7 @@ func (a *Actuator) heldDelete(ctx context.Context, m *machinev1.Machine, cause e
 		a.forget(m)
 		return nil
 	case err != nil:
-		a.zoneUnavailable(ctx, m, err)
-		return a.fail(m, "FailedDelete", err)
+		return a.fail(ctx, m, "FailedDelete", err)
 	}
 	carries := "no provider identity"
 	if srv.ClusterID != "" || srv.Machine != "" {

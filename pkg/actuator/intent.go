@@ -64,7 +64,7 @@ func (a *Actuator) awaitEarlierCreate(ctx context.Context, s *scope, at string) 
 	// directly all the same (cloud.Create).
 	found, err := s.view.MachineIn(ctx, s.ref.Name, s.spec.Zone())
 	if err != nil {
-		return true, a.fail(m, "FailedCreate", err)
+		return true, a.fail(ctx, m, "FailedCreate", err)
 	}
 	if len(found) > 0 {
 		server := &found[0]

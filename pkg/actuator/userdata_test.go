@@ -85,7 +85,7 @@ func TestSandboxFailuresAreRetried(t *testing.T) {
 	a := &Actuator{cloud: cscloud.New(cscloud.Options{}), recorder: rec, log: logr.Discard(), now: time.Now}
 	m := &machinev1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "worker-a", UID: "uid-a"}}
 	before := counted(renderFailures("timeout"))
-	got := a.fail(m, "FailedCreate", err)
+	got := a.fail(context.Background(), m, "FailedCreate", err)
 	if isInvalid(got) {
 		t.Fatalf("fail(%v) = %v: the Machine would go Failed", err, got)
 	}
