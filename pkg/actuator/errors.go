@@ -77,15 +77,14 @@ func (a *Actuator) fail(ctx context.Context, m *machinev1.Machine, reason string
 	}
 	switch {
 	case isNotOwned(err):
-		// Never retried into a write: the server stays as it is, the
-		// Machine fails naming the field that names the server. Whichever
-		// step found it (a lookup, the sync's proof before a write), the
-		// Machine says so now, in its condition as well as an event: the
-		// machine controller retries a failed Update only after 30 s
-		// (machine-api-operator, pkg/controller/machine, controller.go,
-		// requeueAfter).
-		a.notOwned(ctx, m, err)
-		return machinecontroller.InvalidMachineConfiguration("%s", a.notOwnedMessage(m, err))
+		// Never retried into a write: the server stays as it is, and the
+		// error names the field that names the server (a create fails the
+		// Machine with it; a lookup or a sync holds it). Whichever step
+		// found it, the Machine says so now, in its condition as well as
+		// an event: the machine controller retries a failed Update only
+		// after 30 s (machine-api-operator, pkg/controller/machine,
+		// controller.go, requeueAfter).
+		return machinecontroller.InvalidMachineConfiguration("%s", a.notOwned(ctx, m, err))
 	case errors.As(err, &inv):
 		msg := cloud.Truncate(inv.Error())
 		a.recorder.Event(m, corev1.EventTypeWarning, "InvalidConfiguration", msg)

@@ -36,16 +36,17 @@ func (a *Actuator) notOwnedMessage(m *machinev1.Machine, err error) string {
 }
 
 // notOwned reports a server the Machine records that is not the Machine's:
-// a Warning event and the condition ServerOwned=False, once per message.
-// The server is left alone. A Machine without another server of its own
-// then has none: the machine controller turns a Machine whose recorded
-// server it cannot find Failed; the event and the condition say why.
-func (a *Actuator) notOwned(ctx context.Context, m *machinev1.Machine, err error) {
+// a Warning event and the condition ServerOwned=False, once per message,
+// which it returns. The server is left alone. A Machine without another
+// server of its own then has none: the machine controller turns a Machine
+// whose recorded server it cannot find Failed; the event and the condition
+// say why.
+func (a *Actuator) notOwned(ctx context.Context, m *machinev1.Machine, err error) string {
 	msg := a.notOwnedMessage(m, err)
 	countFailure(m, "ServerNotOwned", err)
 	if st, derr := decodeStatus(m); derr == nil {
 		if c := meta.FindStatusCondition(st.Conditions, ConditionServerOwned); c != nil && c.Message == msg {
-			return
+			return msg
 		}
 	}
 	a.recorder.Event(m, corev1.EventTypeWarning, "ServerNotOwned", msg)
@@ -54,6 +55,7 @@ func (a *Actuator) notOwned(ctx context.Context, m *machinev1.Machine, err error
 	if err := a.setCondition(ctx, m, c); err != nil {
 		a.log.Info("could not set the ServerOwned condition", "machine", machineKey(m), "error", err.Error())
 	}
+	return msg
 }
 
 // checkRecorded returns a *cloud.NotOwnedError when the server the Machine

@@ -134,6 +134,48 @@ func TestZoneDownDegradesOnlyItsMachines(t *testing.T) {
 	}
 }
 
+// A zone whose endpoint fails the create only (its lists answer) says so on
+// the Machine as a failing lookup does: the condition names the zone, and
+// goes once the create is through. The condition is set by whichever step
+// meets the zone's failure, not only by lookups.
+func TestZoneFailingTheCreateSaysSoOnTheMachine(t *testing.T) {
+	e := env(t, emu.Config{})
+	h := e.Harness()
+	// A 503 on a create may have made the instance: the next one waits
+	// the create grace, which must outlast the call timeout.
+	exo := exocloud.New(exocloud.Options{APIEndpoint: e.APIURL + "v2", HTTPClient: &http.Client{Timeout: 2 * time.Second}})
+	startManager(t, e, manager.Options{Cloud: exo, ServerViewRefresh: time.Second, Actuator: actuator.Options{CreateGrace: 3 * time.Second}})
+	// Another zone answers: the failure is confined to de-fra-1.
+	createMachine(t, e, "in-gva", spec(nil))
+	waitPhase(t, e, "in-gva", machinev1.PhaseProvisioned)
+	if err := h.SetRules([]harness.Rule{{Route: createPOST, Zone: "de-fra-1", ErrorRate: 1, ErrorStatus: 503}}); err != nil {
+		t.Fatal(err)
+	}
+	createMachine(t, e, "in-fra", spec(func(s map[string]any) { s["zone"] = "de-fra-1" }))
+	fixture.Eventually(t, 60*time.Second, "in-fra's condition naming its zone", func() (bool, error) {
+		c := meta.FindStatusCondition(providerConditions(t, getMachine(t, e, "in-fra")), actuator.ConditionZone)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "de-fra-1"), fmt.Errorf("condition %+v", c)
+	})
+	if n := h.Count(createPOST); n < 2 {
+		t.Errorf("%d creates sent, want in-gva's and in-fra's refused one", n)
+	}
+	if n := len(instancesOf(e, "in-fra")); n != 0 {
+		t.Fatalf("in-fra has %d instances from creates its zone refused", n)
+	}
+
+	if err := h.SetRules(nil); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, e, "in-fra", machinev1.PhaseProvisioned)
+	fixture.Eventually(t, 30*time.Second, "in-fra's zone condition gone", func() (bool, error) {
+		c := meta.FindStatusCondition(providerConditions(t, getMachine(t, e, "in-fra")), actuator.ConditionZone)
+		return c == nil, fmt.Errorf("condition %+v", c)
+	})
+	if n := len(instancesOf(e, "in-fra")); n != 1 {
+		t.Errorf("in-fra has %d instances, want one", n)
+	}
+}
+
 // providerConditions are the conditions of a Machine's provider status.
 func providerConditions(t *testing.T, m *machinev1.Machine) []metav1.Condition {
 	t.Helper()
